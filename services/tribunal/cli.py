@@ -1,0 +1,48 @@
+"""The ``tribunal`` command: one entry point, a subcommand per area."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .commands import config as config_commands
+from .commands import models as models_commands
+from .core import TribunalError, configure_logging
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tribunal",
+        description="Decide, with evidence, whether a text answers a question.",
+    )
+    parser.add_argument("--version", action="version", version=f"tribunal {__version__}")
+    parser.add_argument(
+        "--log-format", choices=("json", "text"), default="text", help="log line format"
+    )
+    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for area in (models_commands, config_commands):
+        area.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level, args.log_format)
+    try:
+        return int(args.func(args))
+    except TribunalError as exc:
+        # Known errors already say what to fix; no traceback.
+        print(f"tribunal: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

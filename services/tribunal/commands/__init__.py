@@ -1,0 +1,1 @@
+"""Subcommands of the ``tribunal`` CLI, one module per area."""

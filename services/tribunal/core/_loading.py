@@ -1,0 +1,57 @@
+"""Loading the profile's models from the cache (offline: never the hub for artifacts)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._errors import ConfigError
+from ._settings import Settings
+from .models import ModelStore, get_artifact
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = ["load_embedder", "model_path", "resolve_device"]
+
+
+def resolve_device(settings: Settings) -> str:
+    """``cuda`` when asked for or (``auto``) when a GPU is visible, else ``cpu``."""
+    if settings.device != "auto":
+        return settings.device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def model_path(settings: Settings, key: str) -> Path:
+    """Local path of model ``key`` of the profile; raises if it is not installed.
+
+    Raises:
+        ConfigError: the model is not an offline artifact (it has an ``hf_id``).
+        ModelNotInstalledError: the artifact is not in ``settings.model_dir``.
+    """
+    spec = settings.model_spec(key)
+    if spec.artifact is None:
+        raise ConfigError(
+            f"model {key!r} of profile {settings.profile!r} is a hub model ({spec.hf_id}), "
+            "not an offline artifact",
+            field=f"models.{key}",
+        )
+    return ModelStore(settings.model_dir, progress=False).require(get_artifact(spec.artifact))
+
+
+def load_embedder(settings: Settings) -> SentenceTransformer:
+    """The profile's embedder as a sentence-transformers model on the chosen device."""
+    from sentence_transformers import SentenceTransformer
+
+    assert settings.roles is not None, "the profile defines no roles"
+    key = settings.roles.embedder
+    spec = settings.model_spec(key)
+    device = resolve_device(settings)
+    if spec.artifact is not None:
+        # A local folder: keep libraries from reaching for the hub.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        return SentenceTransformer(str(model_path(settings, key)), device=device)
+    return SentenceTransformer(str(spec.hf_id), device=device)

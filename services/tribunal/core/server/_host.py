@@ -1,0 +1,189 @@
+"""The gRPC server bootstrap every Tribunal service runs in.
+
+A :class:`ServiceHost` binds one port for one or more servicers and adds:
+``grpc.health.v1`` (NOT_SERVING until the loader has loaded the models),
+server reflection, message-size limits, the metrics/error interceptor, a
+Prometheus ``/metrics`` endpoint, and graceful shutdown on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from dataclasses import dataclass
+from types import FrameType
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from .._settings import ServerSettings
+from ._interceptor import ServerInterceptor
+from ._metrics import SERVICE_READY, start_metrics_server
+
+__all__ = ["ServiceBinding", "ServiceHost"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServiceBinding:
+    """A servicer to mount: its full proto name and the generated ``add_*_to_server``."""
+
+    full_name: str
+    """E.g. ``"tribunal.v1.RetrievalService"``."""
+    register: Callable[[grpc.Server], None]
+    """Adds the servicer to a server (a generated ``add_*Servicer_to_server`` bound to it)."""
+
+
+class ServiceHost:
+    """One gRPC server: health, reflection, metrics, readiness after model load.
+
+    Args:
+        settings: Port, limits, grace period, metrics port.
+        name: Service name for logs and metric labels (``"retrieval"``).
+        bindings: Servicers to mount.
+        loader: Loads the models; runs in a background thread after the port
+            is bound. Health turns SERVING only when it returns. If it raises,
+            health stays NOT_SERVING and :meth:`run` exits with the error.
+    """
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        *,
+        name: str,
+        bindings: Sequence[ServiceBinding],
+        loader: Callable[[], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.name = name
+        self.bindings = tuple(bindings)
+        self.loader = loader
+        self.port: int | None = None
+        self.metrics_port: int | None = None
+        self.load_error: BaseException | None = None
+        self._ready = threading.Event()
+        self._finished_loading = threading.Event()
+        self._stopped = threading.Event()
+        self._health = health.HealthServicer(experimental_non_blocking=True)
+        self._server: grpc.Server | None = None
+
+    @property
+    def ready(self) -> bool:
+        """True once models are loaded and health reports SERVING."""
+        return self._ready.is_set()
+
+    def start(self) -> int:
+        """Bind, start serving health/reflection, start loading models; returns the port."""
+        limit = self.settings.max_message_bytes
+        server = grpc.server(
+            futures.ThreadPoolExecutor(
+                max_workers=self.settings.max_workers, thread_name_prefix=f"grpc-{self.name}"
+            ),
+            interceptors=[ServerInterceptor(self.name, self._ready.is_set)],
+            options=[
+                ("grpc.max_receive_message_length", limit),
+                ("grpc.max_send_message_length", limit),
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        for binding in self.bindings:
+            binding.register(server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        names = [b.full_name for b in self.bindings]
+        reflection.enable_server_reflection(
+            [
+                *names,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ],
+            server,
+        )
+        self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        address = f"{self.settings.host}:{self.settings.port}"
+        port = server.add_insecure_port(address)
+        if port == 0:
+            raise OSError(f"cannot bind gRPC port {address}")
+        server.start()
+        self._server, self.port = server, port
+        if self.settings.metrics_port is not None:
+            self.metrics_port = start_metrics_server(self.settings.metrics_port, self.settings.host)
+        log.info(
+            "grpc server started",
+            extra={"service": self.name, "port": port, "metrics_port": self.metrics_port},
+        )
+        threading.Thread(target=self._load, name=f"load-{self.name}", daemon=True).start()
+        return port
+
+    def wait_until_ready(self, timeout: float | None = None) -> bool:
+        """Block until loading finished; True if the service is ready."""
+        self._finished_loading.wait(timeout)
+        return self.ready
+
+    def stop(self, grace: float | None = None) -> None:
+        """Report NOT_SERVING, let in-flight calls finish for ``grace`` seconds, stop."""
+        if self._server is None or self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._ready.clear()
+        SERVICE_READY.labels(self.name).set(0)
+        self._health.enter_graceful_shutdown()
+        grace = self.settings.grace_seconds if grace is None else grace
+        self._server.stop(grace).wait()
+        log.info("grpc server stopped", extra={"service": self.name})
+
+    def run(self) -> None:
+        """Start, stop gracefully on SIGTERM/SIGINT, block until stopped.
+
+        Raises:
+            BaseException: the loader's error, after stopping the server.
+        """
+        self.start()
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            log.info("shutdown signal", extra={"service": self.name, "signal": signum})
+            threading.Thread(target=self.stop, daemon=True).start()
+
+        for sig in previous:
+            signal.signal(sig, on_signal)
+        try:
+            while not self._stopped.is_set():
+                if self.load_error is not None:
+                    self.stop(0)
+                    raise self.load_error
+                time.sleep(0.2)
+            assert self._server is not None
+            self._server.wait_for_termination()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _load(self) -> None:
+        started = time.perf_counter()
+        try:
+            if self.loader is not None:
+                self.loader()
+        except BaseException as exc:  # the service must not report SERVING
+            self.load_error = exc
+            log.exception("model load failed", extra={"service": self.name})
+        else:
+            if not self._stopped.is_set():
+                self._ready.set()
+                SERVICE_READY.labels(self.name).set(1)
+                self._set_health(health_pb2.HealthCheckResponse.SERVING)
+                log.info(
+                    "service ready",
+                    extra={"service": self.name, "load_seconds": time.perf_counter() - started},
+                )
+        finally:
+            self._finished_loading.set()
+
+    def _set_health(self, status: int) -> None:
+        for service in ("", *(b.full_name for b in self.bindings)):
+            self._health.set(service, status)

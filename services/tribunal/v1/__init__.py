@@ -1,0 +1,1 @@
+"""Generated protobuf and gRPC stubs of package ``tribunal.v1`` (``make protos``; do not edit)."""

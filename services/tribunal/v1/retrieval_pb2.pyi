@@ -1,0 +1,140 @@
+from tribunal.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEARCH_MODE_UNSPECIFIED: _ClassVar[SearchMode]
+    SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
+    SEARCH_MODE_DENSE: _ClassVar[SearchMode]
+    SEARCH_MODE_SPARSE: _ClassVar[SearchMode]
+SEARCH_MODE_UNSPECIFIED: SearchMode
+SEARCH_MODE_HYBRID: SearchMode
+SEARCH_MODE_DENSE: SearchMode
+SEARCH_MODE_SPARSE: SearchMode
+
+class SearchRequest(_message.Message):
+    __slots__ = ("collection", "query", "top_k", "mode", "rerank")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    RERANK_FIELD_NUMBER: _ClassVar[int]
+    collection: str
+    query: str
+    top_k: int
+    mode: SearchMode
+    rerank: bool
+    def __init__(self, collection: _Optional[str] = ..., query: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ...) -> None: ...
+
+class SearchHit(_message.Message):
+    __slots__ = ("entry", "score", "rank", "dense_score", "dense_rank", "sparse_score", "sparse_rank", "rerank_score", "matched_chunk_id")
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    DENSE_SCORE_FIELD_NUMBER: _ClassVar[int]
+    DENSE_RANK_FIELD_NUMBER: _ClassVar[int]
+    SPARSE_SCORE_FIELD_NUMBER: _ClassVar[int]
+    SPARSE_RANK_FIELD_NUMBER: _ClassVar[int]
+    RERANK_SCORE_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    entry: _common_pb2.KbEntry
+    score: float
+    rank: int
+    dense_score: float
+    dense_rank: int
+    sparse_score: float
+    sparse_rank: int
+    rerank_score: float
+    matched_chunk_id: str
+    def __init__(self, entry: _Optional[_Union[_common_pb2.KbEntry, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., dense_rank: _Optional[int] = ..., sparse_score: _Optional[float] = ..., sparse_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ..., matched_chunk_id: _Optional[str] = ...) -> None: ...
+
+class SearchResponse(_message.Message):
+    __slots__ = ("hits", "latencies")
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    LATENCIES_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
+    latencies: _containers.RepeatedCompositeFieldContainer[_common_pb2.StageLatency]
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., latencies: _Optional[_Iterable[_Union[_common_pb2.StageLatency, _Mapping]]] = ...) -> None: ...
+
+class BatchSearchRequest(_message.Message):
+    __slots__ = ("searches",)
+    SEARCHES_FIELD_NUMBER: _ClassVar[int]
+    searches: _containers.RepeatedCompositeFieldContainer[SearchRequest]
+    def __init__(self, searches: _Optional[_Iterable[_Union[SearchRequest, _Mapping]]] = ...) -> None: ...
+
+class BatchSearchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[SearchResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[SearchResponse, _Mapping]]] = ...) -> None: ...
+
+class UpsertRequest(_message.Message):
+    __slots__ = ("collection", "entries", "create_collection")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    CREATE_COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    collection: str
+    entries: _containers.RepeatedCompositeFieldContainer[_common_pb2.KbEntry]
+    create_collection: bool
+    def __init__(self, collection: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[_common_pb2.KbEntry, _Mapping]]] = ..., create_collection: _Optional[bool] = ...) -> None: ...
+
+class UpsertResponse(_message.Message):
+    __slots__ = ("upserted", "total_entries")
+    UPSERTED_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    upserted: int
+    total_entries: int
+    def __init__(self, upserted: _Optional[int] = ..., total_entries: _Optional[int] = ...) -> None: ...
+
+class DeleteRequest(_message.Message):
+    __slots__ = ("collection", "ids")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    collection: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DeleteResponse(_message.Message):
+    __slots__ = ("deleted", "missing_ids")
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    MISSING_IDS_FIELD_NUMBER: _ClassVar[int]
+    deleted: int
+    missing_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, deleted: _Optional[int] = ..., missing_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class StatsRequest(_message.Message):
+    __slots__ = ("collection",)
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    collection: str
+    def __init__(self, collection: _Optional[str] = ...) -> None: ...
+
+class CollectionStats(_message.Message):
+    __slots__ = ("name", "entries", "chunks", "index_type", "dimension", "embedder", "gpu")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDER_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    entries: int
+    chunks: int
+    index_type: str
+    dimension: int
+    embedder: str
+    gpu: bool
+    def __init__(self, name: _Optional[str] = ..., entries: _Optional[int] = ..., chunks: _Optional[int] = ..., index_type: _Optional[str] = ..., dimension: _Optional[int] = ..., embedder: _Optional[str] = ..., gpu: _Optional[bool] = ...) -> None: ...
+
+class StatsResponse(_message.Message):
+    __slots__ = ("collections",)
+    COLLECTIONS_FIELD_NUMBER: _ClassVar[int]
+    collections: _containers.RepeatedCompositeFieldContainer[CollectionStats]
+    def __init__(self, collections: _Optional[_Iterable[_Union[CollectionStats, _Mapping]]] = ...) -> None: ...

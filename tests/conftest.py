@@ -1,0 +1,36 @@
+"""Shared fixtures: settings on the real model cache, a scratch data dir."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from tribunal.core import Settings, load_settings
+from tribunal.core.models import ModelStore, get_artifact
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the developer's TRIBUNAL_* variables, except the model cache."""
+    for key in list(os.environ):
+        if key.startswith("TRIBUNAL_") and key != "TRIBUNAL_MODEL_DIR":
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("TRIBUNAL_DATA_DIR", str(tmp_path / "data"))
+
+
+@pytest.fixture
+def tiny_settings() -> Settings:
+    """The tiny profile on the real model cache; skips nothing: a missing model fails loudly."""
+    settings = load_settings("tiny", server={"port": 0, "metrics_port": None})
+    store = ModelStore(settings.model_dir, progress=False)
+    missing = [
+        spec.artifact
+        for spec in settings.models.values()
+        if spec.artifact and store.status(get_artifact(spec.artifact)) != "installed"
+    ]
+    assert not missing, f"models not installed: {missing}; run `make models`"
+    return settings

@@ -1,0 +1,32 @@
+"""The tiny profile's real weights are installed and match their pinned sha256."""
+
+from __future__ import annotations
+
+import pytest
+from tribunal.core import Settings
+from tribunal.core.models import ModelStore, get_artifact
+from tribunal.core.models._probe import probe_model
+
+
+@pytest.mark.models
+def test_tiny_profile_has_three_ggufs_and_minilm_with_matching_sha256(
+    tiny_settings: Settings,
+) -> None:
+    store = ModelStore(tiny_settings.model_dir, progress=False)
+    artifacts = [get_artifact(s.artifact) for s in tiny_settings.models.values() if s.artifact]
+    assert sorted(a.kind for a in artifacts) == ["gguf", "gguf", "gguf", "sentence-transformer"]
+    for artifact in artifacts:
+        assert store.verify(artifact), f"{artifact.id} does not match its sha256"
+    assert (store.path_of(get_artifact("all-minilm-l6-v2")) / "modules.json").is_file()
+
+
+@pytest.mark.models
+def test_probes_load_the_real_models(tiny_settings: Settings) -> None:
+    embedder = probe_model(tiny_settings, "embedder")
+    assert "dim=384" in embedder
+    paraphrase = float(embedder.split("cos(paraphrase)=")[1].split()[0])
+    unrelated = float(embedder.split("cos(unrelated)=")[1].split()[0])
+    assert paraphrase > unrelated + 0.3
+    strong = probe_model(tiny_settings, "llm_strong")
+    assert "arch=qwen2" in strong
+    assert "chat_template=yes" in strong
