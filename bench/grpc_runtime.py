@@ -20,10 +20,11 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.integration._test_service import SteeredConfidence, binding  # noqa: E402
-from tribunal.core import ServerSettings  # noqa: E402
-from tribunal.core.server import ServiceHost  # noqa: E402
-from tribunal.v1 import confidence_pb2, confidence_pb2_grpc  # noqa: E402
+from tribunal.core import ServerSettings
+from tribunal.core.server import ServiceHost
+from tribunal.v1 import confidence_pb2, confidence_pb2_grpc
+
+from tests.integration._test_service import SteeredConfidence, binding
 
 
 def _rate(port: int, calls: int, threads: int) -> float:
@@ -48,7 +49,9 @@ def main() -> None:
     confidence_pb2_grpc.add_ConfidenceServiceServicer_to_server(SteeredConfidence(), bare)
     bare_port = bare.add_insecure_port("127.0.0.1:0")
     bare.start()
-    host = ServiceHost(ServerSettings(port=0, metrics_port=None), name="bench", bindings=[binding()])
+    host = ServiceHost(
+        ServerSettings(port=0, metrics_port=None), name="bench", bindings=[binding()]
+    )
     host_port = host.start()
     host.wait_until_ready(10)
 
@@ -56,12 +59,14 @@ def main() -> None:
     for round_ in range(args.rounds):
         # Alternate the order so drift on a shared machine does not favour one side.
         if round_ % 2 == 0:
-            plain, hosted = _rate(bare_port, args.calls, args.threads), _rate(
-                host_port, args.calls, args.threads
+            plain, hosted = (
+                _rate(bare_port, args.calls, args.threads),
+                _rate(host_port, args.calls, args.threads),
             )
         else:
-            hosted, plain = _rate(host_port, args.calls, args.threads), _rate(
-                bare_port, args.calls, args.threads
+            hosted, plain = (
+                _rate(host_port, args.calls, args.threads),
+                _rate(bare_port, args.calls, args.threads),
             )
         ratios.append(hosted / plain)
         print(f"round {round_ + 1}: bare {plain:8.0f} calls/s   ServiceHost {hosted:8.0f} calls/s")

@@ -1,0 +1,27 @@
+"""``tribunal eval NAME``: the papers' metrics on ``../shared/data`` sets.
+
+Each evaluation registers a module here that defines
+``add_arguments(parser)`` and ``run(args) -> int``; it is imported only when
+its subcommand runs or its ``--help`` is built. Results go to JSON and a
+markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+__all__ = ["EVALUATIONS", "register"]
+
+# name -> (module, one-line help); each issue adds its evaluation.
+EVALUATIONS: dict[str, tuple[str, str]] = {}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("eval", help="evaluate a stage on the development data sets")
+    actions = parser.add_subparsers(dest="evaluation", required=True, metavar="EVALUATION")
+    for name, (module_name, summary) in sorted(EVALUATIONS.items()):
+        module = importlib.import_module(module_name)
+        child = actions.add_parser(name, help=summary, description=module.__doc__)
+        module.add_arguments(child)
+        child.set_defaults(func=module.run)
