@@ -1,0 +1,1 @@
+"""Metrics and evaluation runners on the development data sets."""
