@@ -6,6 +6,10 @@ BIN := $(VENV)/bin
 PROFILE ?= tiny
 # Ray writes logs under its temp dir; keep them in the build area.
 export RAY_TMPDIR ?= $(CURDIR)/.build/ray
+# llama-cpp-python compiles llama.cpp from source (~6-10 min on 2 cores; pip caches the
+# wheel). Not -march=native: these VMs advertise AMX but fault on its first tile
+# instruction (SIGSEGV in ggml_backend_amx_mul_mat), so build for AVX2 explicitly.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
 .DEFAULT_GOAL := help
 .PHONY: help install models demo test test-fast lint format protos protos-check bench clean
@@ -16,7 +20,7 @@ help: ## list the targets
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install -e '.[dev]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[dev,llamacpp]'
 	touch $@
 
 install: $(BIN)/.installed ## create .venv and install Tribunal with its dev tools

@@ -7,8 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
+from .commands import confidence as confidence_commands
 from .commands import config as config_commands
 from .commands import evaluate as eval_commands
+from .commands import kb as kb_commands
 from .commands import models as models_commands
 from .commands import serve as serve_commands
 from .core import TribunalError, configure_logging
@@ -27,8 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for area in (models_commands, config_commands, serve_commands, eval_commands):
+    for area in (models_commands, config_commands, serve_commands, eval_commands, kb_commands):
         area.register(sub)
+    confidence_commands.register(sub)
     return parser
 
 

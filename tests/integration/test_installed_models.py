@@ -30,3 +30,6 @@ def test_probes_load_the_real_models(tiny_settings: Settings) -> None:
     strong = probe_model(tiny_settings, "llm_strong")
     assert "arch=qwen2" in strong
     assert "chat_template=yes" in strong
+    if "p_yes(paris)=" in strong:  # the yes/no probe runs where llama-cpp-python is installed
+        assert float(strong.split("p_yes(paris)=")[1].split()[0]) > 0.9
+        assert float(strong.split("p_yes(berlin)=")[1].split()[0]) < 0.1

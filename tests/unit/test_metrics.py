@@ -85,3 +85,12 @@ def test_bootstrap_is_deterministic_under_a_seed_and_brackets_the_estimate() -> 
 def test_reliability_diagram_writes_a_png(tmp_path: Path) -> None:
     out = reliability_diagram([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], tmp_path / "rel.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_hmr_is_zero_when_confidence_is_exactly_backwards() -> None:
+    # Wrong answers at confidence 1 (R_O = 0), right ones at 0 (R_U = 0): both rewards vanish.
+    assert hmr([0, 1], [1.0, 0.0]) == 0.0
+    # All right at confidence 1: R_O = 1 by default, R_U = 1.
+    assert hmr([1, 1], [1.0, 1.0]) == 1.0
+    # All wrong at confidence 0 scores 1, but accHMR (accuracy 0) gives it nothing.
+    assert acc_hmr([0, 0], [0.0, 0.0]) == 0.0

@@ -14,7 +14,20 @@ import importlib
 __all__ = ["EVALUATIONS", "register"]
 
 # name -> (module, one-line help); each issue adds its evaluation.
-EVALUATIONS: dict[str, tuple[str, str]] = {}
+EVALUATIONS: dict[str, tuple[str, str]] = {
+    "entailment": (
+        "tribunal.evaluation.entailment",
+        "entailment cascade on SciFact and SICK: stage 1, stage 2, cascade (bAcc, AUROC, cost)",
+    ),
+    "judge": (
+        "tribunal.evaluation.judge",
+        "single yes/no LLM judge: SciFact support and TREC DL relevance (bAcc, AUROC, s/item)",
+    ),
+    "retrieval": (
+        "tribunal.evaluation.retrieval",
+        "BM25, dense, hybrid (and hybrid+rerank) nDCG@10 / Recall@100 on BEIR SciFact",
+    ),
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

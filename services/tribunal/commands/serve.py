@@ -21,7 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["SERVICES", "register"]
 
 # name -> "module:factory"; each service's issue adds its line.
-SERVICES: dict[str, str] = {}
+SERVICES: dict[str, str] = {
+    "retrieval": "tribunal.retrieval.servicer:build_host",
+    "confidence": "tribunal.confidence.servicer:build_host",
+    "entailment": "tribunal.entailment.servicer:build_host",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -21,7 +21,11 @@ from ._errors import (
 from ._loading import load_embedder, model_path, resolve_device
 from ._logging import JsonFormatter, configure_logging
 from ._settings import (
+    ConfidenceSettings,
+    LLMSettings,
     ModelSpec,
+    RetrievalDeploymentSettings,
+    RetrievalSettings,
     RoleSettings,
     ServerSettings,
     Settings,
@@ -31,6 +35,7 @@ from ._settings import (
 )
 
 __all__ = [
+    "ConfidenceSettings",
     "ConfigError",
     "DeadlineExceededError",
     "ErrorCode",
@@ -38,11 +43,14 @@ __all__ = [
     "InternalError",
     "InvalidArgumentError",
     "JsonFormatter",
+    "LLMSettings",
     "ModelIntegrityError",
     "ModelNotInstalledError",
     "ModelSpec",
     "NotFoundError",
     "ResourceExhaustedError",
+    "RetrievalDeploymentSettings",
+    "RetrievalSettings",
     "RoleSettings",
     "ServerSettings",
     "Settings",

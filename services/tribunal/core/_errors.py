@@ -14,10 +14,13 @@ codes in one table. Messages are shown to callers, so they say what to fix;
     ├── FailedPreconditionError   the system is not in a state to do it
     │   └── ModelNotInstalledError
     ├── ResourceExhaustedError    a size or rate limit was hit
+    │   └── PromptTooLongError    a prompt exceeds llm.max_prompt_tokens (tribunal.core.llm)
     ├── DeadlineExceededError     the request ran past its deadline
     ├── UnavailableError          a dependency is down or not ready; retry
     └── InternalError             a bug or broken invariant
-        └── ModelIntegrityError   a model file's sha256 does not match
+        ├── ModelIntegrityError   a model file's sha256 does not match
+        └── MalformedOutputError  LLM output failed its schema after the retries
+                                  (tribunal.core.llm)
 """
 
 from __future__ import annotations

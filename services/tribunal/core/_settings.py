@@ -28,7 +28,12 @@ from ._errors import ConfigError
 from .models._catalog import CATALOG
 
 __all__ = [
+    "ConfidenceSettings",
+    "EntailmentSettings",
+    "LLMSettings",
     "ModelSpec",
+    "RetrievalDeploymentSettings",
+    "RetrievalSettings",
     "RoleSettings",
     "ServerSettings",
     "Settings",
@@ -115,6 +120,199 @@ class ServerSettings(_Strict):
     """Port of the Prometheus ``/metrics`` endpoint; null disables it, 0 picks a free one."""
 
 
+class RetrievalDeploymentSettings(_Strict):
+    """How the retrieval Ray Serve deployment runs and scales."""
+
+    min_replicas: int = Field(1, ge=0, le=1000)
+    """Autoscaling floor (0 lets the service scale to zero)."""
+    max_replicas: int = Field(1, ge=1, le=1000)
+    """Autoscaling ceiling."""
+    target_ongoing_requests: float = Field(8.0, gt=0.0, le=10_000.0)
+    """Autoscaler target of in-flight requests per replica."""
+    num_cpus: float = Field(1.0, ge=0.0, le=512.0)
+    """CPUs reserved per replica (``ray_actor_options``)."""
+    num_gpus: float = Field(0.0, ge=0.0, le=16.0)
+    """GPUs reserved per replica; > 0 puts the embedder and FAISS on a GPU."""
+    max_batch_size: int = Field(16, ge=1, le=1024)
+    """Queries ``@serve.batch`` embeds together."""
+    batch_wait_timeout_s: float = Field(0.005, ge=0.0, le=10.0)
+    """How long a batch waits to fill before it runs anyway."""
+    max_ongoing_requests: int = Field(64, ge=1, le=100_000)
+    """Requests a replica accepts at once; must be >= max_batch_size or batches never fill."""
+
+    @model_validator(mode="after")
+    def _batches_can_fill(self) -> RetrievalDeploymentSettings:
+        if self.max_ongoing_requests < self.max_batch_size:
+            raise ValueError(
+                f"max_ongoing_requests ({self.max_ongoing_requests}) must be >= max_batch_size "
+                f"({self.max_batch_size}), or batches never fill"
+            )
+        if self.min_replicas > self.max_replicas:
+            raise ValueError("min_replicas must be <= max_replicas")
+        return self
+
+
+class RetrievalSettings(_Strict):
+    """Knobs of the retrieval service: index choice, limits, fusion, reranking."""
+
+    flat_max_vectors: int = Field(50_000, ge=0, le=1_000_000_000)
+    """Collections with fewer indexed vectors than this use exact ``IndexFlatIP``."""
+    large_index: Literal["hnsw", "ivfpq"] = "hnsw"
+    """Approximate index above ``flat_max_vectors``: ``IndexHNSWFlat`` or ``IndexIVFPQ``."""
+    hnsw_m: int = Field(32, ge=4, le=256)
+    """HNSW graph degree (links per node); higher = better recall, more memory."""
+    hnsw_ef_construction: int = Field(80, ge=8, le=4096)
+    """HNSW candidate list size while building."""
+    hnsw_ef_search: int = Field(128, ge=8, le=4096)
+    """HNSW candidate list size while searching (raised to the depth when smaller)."""
+    ivf_nlist: int | None = Field(None, ge=1, le=1_000_000)
+    """IVF cells; None picks 4·sqrt(vectors)."""
+    ivf_nprobe: int = Field(16, ge=1, le=65_536)
+    """IVF cells visited per query."""
+    pq_subquantizers: int = Field(48, ge=1, le=512)
+    """Product-quantizer sub-vectors (must divide the embedding dimension)."""
+    use_gpu: bool = True
+    """Put the dense index on the GPU(s) when ``faiss.get_num_gpus() > 0``."""
+    top_k_max: int = Field(100, ge=1, le=10_000)
+    """Largest ``top_k`` a search may ask for."""
+    query_max_chars: int = Field(2_000, ge=1, le=1_000_000)
+    """Longest query accepted, in characters."""
+    batch_max_searches: int = Field(64, ge=1, le=100_000)
+    """Most searches in one ``BatchSearch``."""
+    upsert_max_entries: int = Field(1_000, ge=1, le=1_000_000)
+    """Most entries in one ``Upsert`` (a bigger ingest is split by the client)."""
+    candidate_depth: int = Field(100, ge=1, le=100_000)
+    """Entries each retriever contributes to fusion (at least ``top_k``)."""
+    rrf_k: int = Field(60, ge=1, le=10_000)
+    """Reciprocal rank fusion constant: score = Σ 1 / (k + rank)."""
+    bm25_k1: float = Field(1.5, ge=0.0, le=10.0)
+    """BM25 term-frequency saturation."""
+    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
+    """BM25 length normalisation."""
+    rerank_head: int = Field(20, ge=1, le=1_000)
+    """How many fused hits the reranker re-orders when a search asks for it."""
+    rerank_enabled: bool = True
+    """Serve ``rerank=true`` searches with the profile's reranker (loaded on first use)."""
+    chunk_max_chars: int = Field(1_000, ge=50, le=100_000)
+    """Longest chunk made by ingest chunking (sentence-aligned, title not counted)."""
+    embed_batch_size: int = Field(32, ge=1, le=4_096)
+    """Texts per embedder forward pass."""
+    compact_dead_fraction: float = Field(0.25, gt=0.0, le=1.0)
+    """Rebuild the dense index when this share of its rows are deleted or replaced."""
+    snapshot_every_changes: int = Field(1_000, ge=1, le=10_000_000)
+    """Write index snapshots after this many logged changes (and on close)."""
+    deployment: RetrievalDeploymentSettings = RetrievalDeploymentSettings()
+    """Ray Serve deployment options."""
+
+
+class EntailmentSettings(_Strict):
+    """Knobs of the entailment cascade (quote check, fast and strong checkers)."""
+
+    two_stage: bool = True
+    """Run the strong checker (role ``entailment_strong``) on uncertain pairs."""
+    fast_backend: Literal["model", "lexical"] = "model"
+    """Stage 1: the ``entailment_fast`` model, or the model-free lexical-overlap prefilter."""
+    uncertain_low: float = Field(0.2, ge=0.0, le=1.0)
+    """Stage-1 P(entail) at or above which a pair is uncertain (goes to stage 2)..."""
+    uncertain_high: float = Field(0.8, ge=0.0, le=1.0)
+    """...and at or below which it still is."""
+    entail_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    """P(entail) at or above which a pair is labelled entailed."""
+    contradict_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    """P(contradict) at or above which a non-entailed pair is labelled contradicted."""
+    chunk_chars: int = Field(2000, ge=50, le=100_000)
+    """Premises are cut into sentence-aligned chunks of at most this many characters
+    (~450 tokens, MiniCheck's chunk size); the pair's support is the max over chunks."""
+    quote_min_ratio: float = Field(90.0, gt=0.0, le=100.0)
+    """rapidfuzz partial ratio at or above which a quote counts as found."""
+    quote_min_chars: int = Field(12, ge=1, le=10_000)
+    """Shorter quotes (after normalisation) must match exactly."""
+    max_pairs: int = Field(256, ge=1, le=100_000)
+    """Most pairs in one ``Check``."""
+    max_premise_chars: int = Field(20_000, ge=1, le=10_000_000)
+    """Longest premise accepted."""
+    max_hypothesis_chars: int = Field(2_000, ge=1, le=1_000_000)
+    """Longest hypothesis accepted."""
+
+    @model_validator(mode="after")
+    def _band_is_ordered(self) -> EntailmentSettings:
+        if self.uncertain_low > self.uncertain_high:
+            raise ValueError("uncertain_low must be <= uncertain_high")
+        return self
+
+
+class LLMSettings(_Strict):
+    """The LLM engine (:mod:`tribunal.core.llm`): limits, batching, caches, backends."""
+
+    max_prompt_tokens: int = Field(4096, ge=64, le=1_000_000)
+    """Longest prompt accepted, in tokens after the chat template; prompt templates cut their
+    truncatable field to fit, and a prompt that still does not fit is refused."""
+    max_new_tokens: int = Field(256, ge=1, le=32_768)
+    """Default bound on generated tokens (JSON and free text)."""
+    batch_size: int = Field(8, ge=1, le=1024)
+    """Most prompts in one forward pass; longer lists are split."""
+    n_threads: int | None = Field(None, ge=1, le=1024)
+    """CPU threads for llama.cpp and torch; None keeps the libraries' defaults."""
+    prefix_cache: bool = True
+    """Reuse the KV cache of the prompt prefix shared with the previous prompts."""
+    json_retries: int = Field(2, ge=0, le=10)
+    """Extra attempts when generated JSON is invalid, each told what was wrong."""
+    json_grammar: Literal["never", "retry", "always"] = "retry"
+    """When to constrain JSON decoding by the schema's grammar (llama.cpp, OpenAI servers):
+    grammar decoding is ~2x slower on CPU, so by default only retries use it."""
+    torch_dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """transformers weights dtype; ``auto`` is bfloat16 (fast on GPUs and on CPUs with
+    AMX or AVX512-BF16; choose float32 on older CPUs)."""
+    converted_dir: Path | None = None
+    """Where GGUF files converted for transformers are kept; None: ``model_dir/converted``."""
+    openai_base_url: str = "http://127.0.0.1:8000/v1"
+    """OpenAI-compatible server (vLLM, llama.cpp server), up to and including ``/v1``."""
+    openai_api_key: str = ""
+    """Bearer token for the server; empty sends none."""
+    openai_model: str = ""
+    """Model name the server knows; empty: the profile's ``hf_id`` or artifact id."""
+    openai_timeout_s: float = Field(120.0, gt=0.0, le=3600.0)
+    """Per-request timeout."""
+    openai_concurrency: int = Field(8, ge=1, le=1024)
+    """Requests in flight at once (the server batches them)."""
+    openai_top_logprobs: int = Field(20, ge=1, le=20)
+    """Alternatives asked per token to read P(yes) from."""
+    openai_response_format: Literal["json_schema", "json_object"] = "json_schema"
+    """How a grammar-constrained JSON request is phrased: OpenAI's ``json_schema`` (vLLM),
+    or ``json_object`` with a ``schema`` (llama-cpp-python's server)."""
+
+
+class ConfidenceSettings(_Strict):
+    """Knobs of the confidence service: its calibrator artifact, the guarantee, decisions."""
+
+    artifact_path: Path | None = None
+    """Calibrator artifact the service loads; None: ``data_dir/confidence/calibrator.json``."""
+    calibrator: Literal["platt", "isotonic", "temperature"] = "platt"
+    """Calibrator ``tribunal confidence fit`` fits unless told otherwise."""
+    score_signal: str = Field("ensemble_p_match", min_length=1)
+    """Feature the isotonic/temperature calibrators read, and the raw score reports compare
+    against (a Signals field, ``judge_p_yes.<judge>`` or ``extra.<name>``)."""
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    """Target hallucination rate P(wrong | accepted) the service enforces by default; the
+    artifact must hold a threshold selected for it."""
+    alphas: tuple[float, ...] = Field((0.01, 0.05, 0.10), min_length=1)
+    """Rates ``fit`` selects thresholds for (a request may pick any of them)."""
+    delta: float = Field(0.1, gt=0.0, lt=1.0)
+    """The guarantee holds with probability >= 1 - delta over the calibration data."""
+    escalate_band: float = Field(0.0, ge=0.0, le=1.0)
+    """Confidences this far below the threshold are ESCALATE instead of FALLBACK; 0: never."""
+    plain_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    """Accept at this fixed confidence instead (no guarantee; responses report alpha 0)."""
+    holdout_fraction: float = Field(0.3, gt=0.0, lt=1.0)
+    """Share of the labelled rows ``fit`` keeps out for evaluation."""
+    risk_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+    """Share of the remaining rows that select thresholds; the rest fit the calibrator."""
+    seed: int = Field(0, ge=0)
+    """Seed of the stratified split."""
+    batch_max_items: int = Field(1_000, ge=1, le=1_000_000)
+    """Most items in one ``BatchScore``."""
+
+
 class Settings(BaseSettings):
     """Everything configurable, validated. Build it with :func:`load_settings`."""
 
@@ -146,6 +344,14 @@ class Settings(BaseSettings):
     roles: RoleSettings | None = None
     """Which model plays which role."""
     server: ServerSettings = ServerSettings()
+    llm: LLMSettings = LLMSettings()
+    """LLM engine knobs (``TRIBUNAL_LLM__BATCH_SIZE=4``)."""
+    retrieval: RetrievalSettings = RetrievalSettings()
+    """Retrieval service knobs (``TRIBUNAL_RETRIEVAL__TOP_K_MAX=50``)."""
+    confidence: ConfidenceSettings = ConfidenceSettings()
+    """Confidence service knobs (``TRIBUNAL_CONFIDENCE__ALPHA=0.01``)."""
+    entailment: EntailmentSettings = EntailmentSettings()
+    """Entailment cascade knobs (``TRIBUNAL_ENTAILMENT__UNCERTAIN_LOW=0.3``)."""
 
     @model_validator(mode="after")
     def _resolve(self) -> Settings:

@@ -48,8 +48,27 @@ def _probe_gguf(settings: Settings, key: str) -> str:
         return found.contents() if found is not None else None
 
     arch = field("general.architecture")
-    return (
+    header = (
         f"gguf {field('general.name')!s} arch={arch} tensors={len(reader.tensors)} "
         f"context={field(f'{arch}.context_length')} "
         f"chat_template={'yes' if field('tokenizer.chat_template') else 'no'}"
     )
+    return f"{header} {_probe_yes_no(settings, key)}"
+
+
+def _probe_yes_no(settings: Settings, key: str) -> str:
+    """P(yes) of two capital questions through the LLM engine (llama.cpp: loads in ~1 s)."""
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "(yes/no probe needs llama-cpp-python)"
+    from ..llm import create_engine
+
+    engine = create_engine(settings, key, backend="llamacpp")
+    try:
+        paris, berlin = engine.p_yes(
+            [f"Is {city} the capital of France? Answer yes or no." for city in ("Paris", "Berlin")]
+        )
+    finally:
+        engine.close()
+    return f"p_yes(paris)={paris:.2f} p_yes(berlin)={berlin:.2f}"

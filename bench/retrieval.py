@@ -1,0 +1,180 @@
+"""Retrieval speed, as ratios measured side by side in one run.
+
+Part 1 — HNSW vs exact search on >= 100k vectors: queries/s of the service's
+``IndexHNSWFlat`` (built by :class:`DenseIndex` with the settings' M,
+efConstruction, efSearch) against exact ``IndexFlatIP``, and HNSW's
+recall@10 against the exact top 10. Vectors: the real all-MiniLM-L6-v2
+embeddings of the SciFact chunks (read from the index ``tribunal eval
+retrieval`` builds; without it, of the first 1,000 abstracts), topped up to
+``--vectors`` with perturbed copies of them (Gaussian noise, renormalised; a
+copy sits at cosine ~0.75 from its source) so the set keeps the real one's
+cluster structure. Queries: the MiniLM
+embeddings of the 300 SciFact test claims. One query at a time, as a
+service sees them.
+
+Part 2 — service vs raw FAISS: queries/s of a search through the real gRPC
+servicer on loopback (``RetrievalService.Search``, dense and hybrid) against
+the same collection's FAISS index searched directly with a precomputed
+query vector, and the in-process domain calls between the two, all relative
+to raw FAISS. The service embeds each query; raw FAISS does not.
+
+    .venv/bin/tribunal eval retrieval          # once: builds the full SciFact index
+    .venv/bin/python bench/retrieval.py [--vectors 100000] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import faiss
+import numpy as np
+from numpy.typing import NDArray
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import grpc
+from tribunal.core import Settings, load_settings
+from tribunal.evaluation.retrieval import COLLECTION
+from tribunal.retrieval import DenseIndex, KnowledgeBase, SearchMode, SearchQuery, read_entries
+from tribunal.retrieval import load_profile_embedder as load_embedder
+from tribunal.retrieval.servicer import RetrievalServicer, _RetrievalHost
+from tribunal.v1 import retrieval_pb2, retrieval_pb2_grpc
+
+Vectors = NDArray[np.float32]
+
+
+def _rate(calls: int, call: Callable[[int], object]) -> float:
+    """Sequential calls per second (call(i) for i in range(calls)) after one warm-up."""
+    call(0)
+    started = time.perf_counter()
+    for i in range(calls):
+        call(i)
+    return calls / (time.perf_counter() - started)
+
+
+def _vectors(real: Vectors, total: int, seed: int = 0) -> Vectors:
+    """The real vectors, then perturbed copies of them up to ``total`` rows."""
+    rng = np.random.default_rng(seed)
+    extra = total - len(real)
+    if extra <= 0:
+        return real[:total]
+    sources = real[rng.integers(0, len(real), extra)]
+    # Per-coordinate noise of 0.045 on 384-d unit vectors puts a copy at cosine ~0.75.
+    noisy = sources + rng.normal(0.0, 0.045, sources.shape).astype(np.float32)
+    noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+    return np.vstack([real, noisy]).astype(np.float32)
+
+
+def hnsw_vs_exact(kb: KnowledgeBase, queries: Vectors, total: int) -> None:
+    real = kb.collection(COLLECTION).store.all_units()[4]
+    vectors = _vectors(real, total)
+    print(f"== HNSW vs exact: {len(vectors):,} vectors ({len(real):,} real MiniLM SciFact chunks")
+    print(f"   + {len(vectors) - len(real):,} perturbed copies), {len(queries)} real queries")
+    exact = faiss.IndexFlatIP(vectors.shape[1])
+    exact.add(vectors)
+    settings = kb.settings.model_copy(update={"flat_max_vectors": 0, "large_index": "hnsw"})
+    started = time.perf_counter()
+    hnsw = DenseIndex(vectors.shape[1], settings)
+    hnsw.build([str(i) for i in range(len(vectors))], ["u"] * len(vectors), vectors)
+    build = time.perf_counter() - started
+    print(f"   HNSW build (M={settings.hnsw_m}, efConstruction={settings.hnsw_ef_construction}): ")
+    print(f"   {build:.0f} s for {len(vectors):,} vectors ({hnsw.index_type})")
+    _, truth = exact.search(queries, 10)
+    exact_qps = _rate(len(queries), lambda i: exact.search(queries[i : i + 1], 10))
+    for ef in sorted({64, settings.hnsw_ef_search, 256}):
+        params = faiss.SearchParametersHNSW(efSearch=ef)
+        index = hnsw._index  # the FAISS object the service searches
+        _, found = index.search(queries, 10, params=params)
+        recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
+        qps = _rate(
+            len(queries),
+            lambda i, p=params, x=index: x.search(queries[i : i + 1], 10, params=p),
+        )
+        print(
+            f"   efSearch={ef:>3}: recall@10 {recall:.3f}   HNSW/exact queries/s "
+            f"{qps / exact_qps:5.1f}x   ({qps:,.0f} vs {exact_qps:,.0f} q/s)"
+        )
+
+
+def service_vs_faiss(kb: KnowledgeBase, texts: list[str], vectors: Vectors) -> None:
+    collection = kb.collection(COLLECTION)
+    stats = collection.stats()
+    print(f"== service vs raw FAISS: collection of {stats.entries:,} entries, {stats.chunks:,}")
+    print(f"   vectors ({stats.index_type}), {len(texts)} queries, top_k 10, one client")
+    index = collection.dense._index
+    n = len(texts)
+    rates = {
+        "raw FAISS (vector in, 10 rows out)": _rate(
+            n, lambda i: index.search(vectors[i : i + 1], 10)
+        )
+    }
+    rates["domain dense search, vector given"] = _rate(
+        n, lambda i: collection.search_dense(vectors[i : i + 1], 100)
+    )
+    for mode in (SearchMode.DENSE, SearchMode.HYBRID):
+        rates[f"KnowledgeBase.search {mode.value} (embeds)"] = _rate(
+            n, lambda i, m=mode: kb.search(SearchQuery(COLLECTION, texts[i], 10, m))
+        )
+    settings = load_settings(server={"port": 0, "metrics_port": None})
+    host = _RetrievalHost(settings, RetrievalServicer(lambda: kb))
+    port = host.start()
+    host.wait_until_ready(60)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        for mode, name in ((2, "dense"), (1, "hybrid")):
+            requests = [
+                retrieval_pb2.SearchRequest(collection=COLLECTION, query=t, top_k=10, mode=mode)
+                for t in texts
+            ]
+            rates[f"gRPC Search {name} (loopback)"] = _rate(
+                n, lambda i, r=requests: stub.Search(r[i], timeout=60)
+            )
+    host.stop(0)
+    base = rates["raw FAISS (vector in, 10 rows out)"]
+    for name, rate in rates.items():
+        print(f"   {name:<40} {rate:9,.0f} q/s   {rate / base:8.4f} of raw FAISS")
+    grpc_hybrid = rates["gRPC Search hybrid (loopback)"]
+    domain_hybrid = rates["KnowledgeBase.search hybrid (embeds)"]
+    print(f"   gRPC / in-process, hybrid: {grpc_hybrid / domain_hybrid:.2f}")
+
+
+def _open_kb(settings: Settings, data: Path) -> KnowledgeBase:
+    """The SciFact collection ``tribunal eval retrieval`` built, else a fresh smaller one."""
+    root = settings.data_dir / "retrieval-eval"
+    if (root / COLLECTION / "entries.sqlite3").is_file():
+        return KnowledgeBase(root, load_embedder(settings), settings.retrieval)
+    # Embedding all of SciFact takes ~15 min on 2 cores; a bench run embeds 1,000 abstracts.
+    print(f"(no SciFact index in {root}: run `tribunal eval retrieval` for the full corpus;")
+    print(" embedding the first 1,000 abstracts into a scratch collection instead)")
+    scratch = Path(tempfile.mkdtemp(prefix="bench-retrieval-"))
+    kb = KnowledgeBase(scratch, load_embedder(settings), settings.retrieval)
+    entries = list(read_entries(data / "corpus.jsonl", max_chars=1000, limit=1000))
+    kb.upsert(COLLECTION, entries, create=True, progress=True)
+    return kb
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vectors", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
+    args = parser.parse_args()
+    faiss.omp_set_num_threads(1)  # one query at a time, as in the service; no spin-waits
+    settings = load_settings()
+    kb = _open_kb(settings, args.data)
+    with (args.data / "beir_queries_test.jsonl").open() as lines:
+        texts = [json.loads(line)["text"] for line in lines][: args.queries]
+    query_vectors = kb.embed_queries(texts)
+    hnsw_vs_exact(kb, query_vectors, args.vectors)
+    service_vs_faiss(kb, texts, query_vectors)
+    kb.close()
+
+
+if __name__ == "__main__":
+    main()

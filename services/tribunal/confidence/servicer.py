@@ -1,0 +1,139 @@
+"""gRPC adapter of the confidence service: proto → domain → proto, nothing else.
+
+Errors are domain exceptions; the :class:`~tribunal.core.server.ServiceHost`
+interceptor maps them to status codes (INVALID_ARGUMENT with the field,
+RESOURCE_EXHAUSTED for an oversized batch).
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from ..core import InvalidArgumentError, ResourceExhaustedError, Settings, TribunalError
+from ..core.server import ServiceBinding, ServiceHost
+from ..v1 import common_pb2, confidence_pb2, confidence_pb2_grpc
+from ._scorer import ConfidenceScorer, ScoreResult
+from ._signals import DebateOutcome, Signals
+
+__all__ = ["ConfidenceServicer", "build_host", "response_from_result", "signals_from_proto"]
+
+SERVICE_NAME = "tribunal.v1.ConfidenceService"
+
+_OPTIONAL_FIELDS = (
+    "retrieval_score",
+    "retrieval_rank",
+    "dense_score",
+    "sparse_score",
+    "ensemble_p_match",
+    "entailment_p_entail",
+    "entailment_p_contradict",
+    "supporting_passages",
+    "debate_rounds",
+)
+_DEBATE = {
+    confidence_pb2.DEBATE_SIGNAL_AGREED_RELEVANT: DebateOutcome.AGREED_RELEVANT,
+    confidence_pb2.DEBATE_SIGNAL_AGREED_IRRELEVANT: DebateOutcome.AGREED_IRRELEVANT,
+    confidence_pb2.DEBATE_SIGNAL_DISAGREED: DebateOutcome.DISAGREED,
+}
+_DECISION = {
+    "accept": common_pb2.DECISION_ACCEPT,
+    "escalate": common_pb2.DECISION_ESCALATE,
+    "fallback": common_pb2.DECISION_FALLBACK,
+}
+
+
+def signals_from_proto(message: confidence_pb2.Signals) -> Signals:
+    """Unset optional fields become ``None`` (missing), never their proto default 0."""
+    values: dict[str, object] = {
+        name: getattr(message, name) for name in _OPTIONAL_FIELDS if message.HasField(name)
+    }
+    if message.debate != confidence_pb2.DEBATE_SIGNAL_UNSPECIFIED:
+        if message.debate not in _DEBATE:
+            raise InvalidArgumentError(
+                f"unknown debate signal {message.debate}", field="signals.debate"
+            )
+        values["debate"] = _DEBATE[message.debate]
+    return Signals(
+        judge_p_yes=dict(message.judge_p_yes),
+        extra=dict(message.extra),
+        **values,  # type: ignore[arg-type]
+    )
+
+
+def response_from_result(result: ScoreResult) -> confidence_pb2.ScoreResponse:
+    return confidence_pb2.ScoreResponse(
+        confidence=result.confidence,
+        decision=_DECISION[result.decision.value],
+        threshold=result.threshold,
+        calibrator_version=result.calibrator_version,
+        alpha=result.alpha,
+    )
+
+
+def _request(request: confidence_pb2.ScoreRequest, prefix: str) -> tuple[Signals, float | None]:
+    try:
+        signals = signals_from_proto(request.signals)
+    except TribunalError as exc:
+        raise InvalidArgumentError(exc.message, field=f"{prefix}{exc.field}") from None
+    return signals, request.alpha if request.HasField("alpha") else None
+
+
+class ConfidenceServicer(confidence_pb2_grpc.ConfidenceServiceServicer):
+    """``Score`` and ``BatchScore`` on a :class:`ConfidenceScorer` set once it is loaded.
+
+    Args:
+        batch_max_items: Most items one ``BatchScore`` may carry.
+    """
+
+    def __init__(self, batch_max_items: int) -> None:
+        self.batch_max_items = batch_max_items
+        self.scorer: ConfidenceScorer | None = None
+
+    def _scorer(self) -> ConfidenceScorer:
+        # The host answers UNAVAILABLE until the loader has set the scorer.
+        assert self.scorer is not None, "called before the calibrator was loaded"
+        return self.scorer
+
+    def Score(
+        self, request: confidence_pb2.ScoreRequest, context: grpc.ServicerContext
+    ) -> confidence_pb2.ScoreResponse:
+        signals, alpha = _request(request, "")
+        return response_from_result(self._scorer().score(signals, alpha))
+
+    def BatchScore(
+        self, request: confidence_pb2.BatchScoreRequest, context: grpc.ServicerContext
+    ) -> confidence_pb2.BatchScoreResponse:
+        count = len(request.items)
+        if count > self.batch_max_items:
+            raise ResourceExhaustedError(
+                f"BatchScore got {count} items; at most {self.batch_max_items} per call "
+                "(confidence.batch_max_items): split the batch"
+            )
+        if not count:
+            return confidence_pb2.BatchScoreResponse()
+        parsed = [_request(item, f"items[{i}].") for i, item in enumerate(request.items)]
+        results = self._scorer().score_many([s for s, _ in parsed], [a for _, a in parsed])
+        return confidence_pb2.BatchScoreResponse(results=[response_from_result(r) for r in results])
+
+
+def build_host(settings: Settings) -> ServiceHost:
+    """The confidence service in a ServiceHost (not started): NOT_SERVING until the
+    calibrator artifact is loaded."""
+    servicer = ConfidenceServicer(settings.confidence.batch_max_items)
+
+    def load() -> None:
+        servicer.scorer = ConfidenceScorer.from_settings(settings)
+
+    return ServiceHost(
+        settings.server,
+        name="confidence",
+        bindings=[
+            ServiceBinding(
+                SERVICE_NAME,
+                lambda server: confidence_pb2_grpc.add_ConfidenceServiceServicer_to_server(  # type: ignore[no-untyped-call]
+                    servicer, server
+                ),
+            )
+        ],
+        loader=load,
+    )

@@ -1,0 +1,77 @@
+"""The entailment service as a Ray Serve application.
+
+One deployment wraps the domain :class:`EntailmentCascade`. Single pairs that
+arrive concurrently (the gateway checks each candidate's chunks as its own
+call) are gathered by ``@serve.batch`` into one cascade call, so the checkers
+see full batches. Serve's gRPC proxy calls the proto-named methods, which
+translate with the plain servicer's functions.
+
+    serve.run(build_app(load_settings()), name="entailment")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from ray import serve
+from ray.serve import Application
+
+from ..core import Settings
+from ..v1 import common_pb2, entailment_pb2
+from ._cascade import EntailmentCascade, EntailmentVerdict, PairToCheck
+from ._factory import build_cascade
+from .servicer import verdict_to_proto
+
+__all__ = ["EntailmentDeployment", "build_app"]
+
+
+@serve.deployment(name="entailment")
+class EntailmentDeployment:
+    """A replica: the profile's cascade, with concurrent single pairs batched."""
+
+    def __init__(self, settings_data: dict[str, Any]) -> None:
+        settings = Settings(**settings_data)
+        self.cascade: EntailmentCascade = build_cascade(settings)
+        options = settings.retrieval.deployment
+        self.check_one.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
+        self.check_one.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
+    async def check_one(self, pairs: list[PairToCheck]) -> list[EntailmentVerdict]:
+        """One pair in, one verdict out; Serve gathers concurrent calls into one batch."""
+        return await asyncio.to_thread(self.cascade.check, pairs)
+
+    async def check(
+        self, pairs: list[PairToCheck], fast_only: bool = False
+    ) -> list[EntailmentVerdict]:
+        """A caller's own batch runs as it is (already a batch)."""
+        if len(pairs) == 1 and not fast_only:
+            self.cascade.validate(pairs)
+            return [await self.check_one(pairs[0])]
+        return await asyncio.to_thread(self.cascade.check, pairs, fast_only=fast_only)
+
+    async def Check(self, request: entailment_pb2.CheckRequest) -> entailment_pb2.CheckResponse:
+        pairs = [PairToCheck(p.premise, p.hypothesis, p.quote) for p in request.pairs]
+        verdicts = await self.check(pairs, request.fast_only)
+        return entailment_pb2.CheckResponse(
+            results=[verdict_to_proto(v) for v in verdicts],
+            strong_calls=sum(v.decided_by.value == "strong" for v in verdicts),
+            usage=common_pb2.TokenUsage(prompt_tokens=sum(v.prompt_tokens for v in verdicts)),
+        )
+
+
+def build_app(settings: Settings) -> Application:
+    """The entailment application, scaled like the other model services."""
+    options = settings.retrieval.deployment
+    deployment = cast(Any, EntailmentDeployment).options(
+        max_ongoing_requests=options.max_ongoing_requests,
+        ray_actor_options={"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
+        autoscaling_config={
+            "min_replicas": options.min_replicas,
+            "max_replicas": options.max_replicas,
+            "target_ongoing_requests": options.target_ongoing_requests,
+        },
+    )
+    app: Application = deployment.bind(settings.model_dump(mode="json"))
+    return app

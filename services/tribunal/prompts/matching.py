@@ -1,0 +1,30 @@
+"""Query ↔ KB entry matching judge: the RAL2M judgment prompt (paper appendix A.4)."""
+
+from __future__ import annotations
+
+from ._template import PromptTemplate, register
+
+__all__ = ["MATCHING_RAL2M"]
+
+# The paper's zero-shot prompt, word for word, split at the item: the instructions
+# come first and are shared; the user query and the KB pair come last.
+MATCHING_RAL2M = register(
+    PromptTemplate(
+        role="matching",
+        name="ral2m",
+        version=1,
+        instructions=(
+            "You are a meticulous QA evaluation agent. Your task is to determine if a "
+            "retrieved question-answer pair fully resolves the user's query. Consider whether "
+            "the QA pair addresses all parts of the query and maintains semantic equivalence. "
+            "Think about how you could measure whether the response makes progress toward "
+            "fully answering the user's question. Respond only with 'Yes' or 'No', no "
+            "explanation."
+        ),
+        item="User Query: {query}\nRetrieved Question: {question}\nRetrieved Answer: {answer}",
+        question="Output 'Yes' if the retrieved QA is a perfect match, otherwise 'No'.",
+        truncatable="answer",
+        description="RAL2M judge prompt (PromptWizard-tuned, zero-shot), appendix A.4",
+    ),
+    default=True,
+)

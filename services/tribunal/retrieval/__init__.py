@@ -1,0 +1,89 @@
+"""Hybrid search over verified knowledge bases (dense FAISS + BM25, RRF, rerank).
+
+Framework-free domain logic: nothing here imports grpc or ray. The gRPC
+adapter is :mod:`tribunal.retrieval.servicer`; the Ray Serve application
+is :mod:`tribunal.retrieval.app`.
+
+Typical use::
+
+    kb = KnowledgeBase.from_settings(load_settings("tiny"))
+    kb.upsert("covid", read_entries(path, max_chars=1000), create=True)
+    kb.search(SearchQuery("covid", "how does the virus spread?", top_k=5))
+"""
+
+from ._chunking import chunk_sentences, chunk_text, split_sentences
+from ._collection import Collection
+from ._dense import DenseIndex, UnitMatch, choose_index_type, gpu_count
+from ._embedding import Embedder, SentenceTransformerEmbedder, load_profile_embedder
+from ._fusion import reciprocal_rank_fusion
+from ._ingest import (
+    RecordFormat,
+    deduplicate,
+    entry_from_record,
+    entry_to_record,
+    read_entries,
+)
+from ._knowledge_base import KnowledgeBase
+from ._rerank import (
+    CrossEncoderReranker,
+    LazyReranker,
+    LlmReranker,
+    Reranker,
+    load_profile_reranker,
+    rerank_passage,
+    rerank_prompt,
+)
+from ._sparse import SparseIndex
+from ._types import (
+    ANSWER_UNIT_ID,
+    QUESTION_UNIT_ID,
+    Chunk,
+    CollectionStats,
+    DeleteResult,
+    KbEntry,
+    SearchHit,
+    SearchMode,
+    SearchQuery,
+    SearchResult,
+    UpsertResult,
+)
+
+__all__ = [
+    "ANSWER_UNIT_ID",
+    "QUESTION_UNIT_ID",
+    "Chunk",
+    "Collection",
+    "CollectionStats",
+    "CrossEncoderReranker",
+    "DeleteResult",
+    "DenseIndex",
+    "Embedder",
+    "KbEntry",
+    "KnowledgeBase",
+    "LazyReranker",
+    "LlmReranker",
+    "RecordFormat",
+    "Reranker",
+    "SearchHit",
+    "SearchMode",
+    "SearchQuery",
+    "SearchResult",
+    "SentenceTransformerEmbedder",
+    "SparseIndex",
+    "UnitMatch",
+    "UpsertResult",
+    "choose_index_type",
+    "chunk_sentences",
+    "chunk_text",
+    "deduplicate",
+    "entry_from_record",
+    "entry_to_record",
+    "gpu_count",
+    "load_profile_embedder",
+    "load_profile_reranker",
+    "read_entries",
+    "reciprocal_rank_fusion",
+    "rerank_passage",
+    "rerank_prompt",
+    "split_sentences",
+]

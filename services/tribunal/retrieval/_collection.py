@@ -1,0 +1,276 @@
+"""One collection: its durable store, dense and sparse indexes, and snapshots.
+
+Directory layout (``<data_dir>/retrieval/<name>/``)::
+
+    entries.sqlite3   the truth: entries, unit embeddings, change log (fsync'd)
+    snapshot/         derived: FAISS index + row map, BM25 tokens, manifest.json
+
+Writes go to the store first; an acknowledged write is on disk. The
+in-memory indexes then replay the change log from the sequence they last
+applied, and so does every search that finds the log ahead of them (another
+process wrote). A snapshot lets a restart skip the rebuild; without a usable
+one the indexes rebuild from the stored embeddings, never re-embedding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..core import FailedPreconditionError, RetrievalSettings
+from ._dense import DenseIndex, UnitMatch
+from ._embedding import Embedder
+from ._sparse import SparseIndex
+from ._store import EntryStore
+from ._types import CollectionStats, DeleteResult, KbEntry, UpsertResult
+
+__all__ = ["Collection"]
+
+log = logging.getLogger(__name__)
+
+_SNAPSHOT = "snapshot"
+_MANIFEST = "manifest.json"
+
+
+class _ReadWriteLock:
+    """Many concurrent searches, or one writer; waiting writers go first."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+class Collection:
+    """A searchable, durable set of KB entries in one directory.
+
+    Args:
+        name: Collection name (for stats and messages).
+        directory: Its folder; created when missing.
+        embedder: Embeds unit texts on upsert.
+        settings: Index and snapshot knobs.
+    """
+
+    def __init__(
+        self, name: str, directory: Path, embedder: Embedder, settings: RetrievalSettings
+    ) -> None:
+        self.name = name
+        self.directory = directory
+        self.embedder = embedder
+        self.settings = settings
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.store = EntryStore(
+                directory / "entries.sqlite3", dimension=embedder.dimension, embedder=embedder.name
+            )
+        except ValueError as exc:
+            raise FailedPreconditionError(f"collection {name!r}: {exc}") from exc
+        self._lock = _ReadWriteLock()
+        self.dense = DenseIndex(embedder.dimension, settings)
+        self.sparse = SparseIndex(settings)
+        self._applied_seq = 0
+        self._snapshot_seq = 0
+        with self._lock.write():
+            self._load_locked()
+
+    # -- loading and catching up ---------------------------------------------------
+    def _load_locked(self) -> None:
+        snapshot = self.directory / _SNAPSHOT
+        try:
+            manifest = json.loads((snapshot / _MANIFEST).read_text())
+            seq = int(manifest["seq"])
+            if seq < self.store.pruned_through() or seq > self.store.last_seq():
+                raise ValueError(f"snapshot at change {seq} does not fit the store's log")
+            if manifest["embedder"] != self.embedder.name:
+                raise ValueError(f"snapshot was built with {manifest['embedder']}")
+            self.dense = DenseIndex.load(snapshot, self.settings)
+            self.sparse = SparseIndex.load(snapshot, self.settings)
+            self._applied_seq = self._snapshot_seq = seq
+        except (OSError, ValueError, KeyError) as exc:
+            # Snapshots are derived data: any problem means rebuild from the store.
+            if snapshot.exists():
+                log.warning("ignoring snapshot", extra={"collection": self.name, "error": str(exc)})
+            self._rebuild_locked()
+        self._catch_up_locked()
+
+    def _rebuild_locked(self) -> None:
+        seq, entry_ids, unit_ids, texts, vectors = self.store.all_units()
+        self.dense = DenseIndex(self.embedder.dimension, self.settings)
+        self.dense.build(entry_ids, unit_ids, vectors)
+        self.sparse = SparseIndex(self.settings)
+        self.sparse.build(entry_ids, unit_ids, texts)
+        self._applied_seq = seq
+
+    def _catch_up_locked(self) -> None:
+        """Apply logged changes newer than the indexes (own writes and other processes')."""
+        if self._applied_seq < self.store.pruned_through():
+            self._rebuild_locked()  # the log no longer reaches back far enough
+            return
+        last, changes = self.store.changes_since(self._applied_seq)
+        if changes:
+            for entry_id in changes:
+                self.dense.remove(entry_id)
+                self.sparse.remove(entry_id)
+            upserted = [entry_id for entry_id, op in changes.items() if op == "upsert"]
+            # Entries rewritten or deleted after `last` come back in their newest
+            # state or not at all; the next catch-up replays them again (idempotent).
+            for units in self.store.units(upserted):
+                self.dense.add(units.entry_id, units.unit_ids, units.vectors)
+                self.sparse.add(units.entry_id, units.unit_ids, units.texts)
+        self._applied_seq = max(self._applied_seq, last)
+        if self.dense.needs_rebuild():
+            self._rebuild_locked()
+        if self._applied_seq - self._snapshot_seq >= self.settings.snapshot_every_changes:
+            self._snapshot_locked()
+
+    def _ensure_current(self) -> None:
+        """Before a read: replay newer changes and rebuild a stale BM25 matrix."""
+        if self.store.last_seq() == self._applied_seq and not self.sparse.stale:
+            return
+        with self._lock.write():
+            self._catch_up_locked()
+            if self.sparse.stale:
+                self.sparse.refresh()
+
+    # -- writes --------------------------------------------------------------------
+    def upsert(self, entries: Sequence[KbEntry], *, progress: bool = False) -> UpsertResult:
+        """Embed and durably store ``entries`` (replacing same-id ones); searchable on return."""
+        units = [entry.search_units() for entry in entries]
+        texts = [text for entry_units in units for _, text in entry_units]
+        vectors = self.embedder.embed(texts, progress=progress)
+        rows: list[tuple[KbEntry, list[str], list[str], NDArray[np.float32]]] = []
+        start = 0
+        for entry, entry_units in zip(entries, units, strict=True):
+            end = start + len(entry_units)
+            rows.append(
+                (
+                    entry,
+                    [u for u, _ in entry_units],
+                    [t for _, t in entry_units],
+                    vectors[start:end],
+                )
+            )
+            start = end
+        with self._lock.write():
+            self.store.write(rows)
+            self._catch_up_locked()
+            total = self.dense.entry_count
+        return UpsertResult(upserted=len(entries), total_entries=total)
+
+    def delete(self, entry_ids: Sequence[str]) -> DeleteResult:
+        """Durably remove entries; gone from searches on return."""
+        with self._lock.write():
+            _, missing = self.store.write([], entry_ids)
+            self._catch_up_locked()
+        return DeleteResult(deleted=len(entry_ids) - len(missing), missing_ids=tuple(missing))
+
+    # -- reads ---------------------------------------------------------------------
+    def search_dense(self, vectors: NDArray[np.float32], depth: int) -> list[list[UnitMatch]]:
+        self._ensure_current()
+        with self._lock.read():
+            return self.dense.search(vectors, depth)
+
+    def search_sparse(self, queries: Sequence[str], depth: int) -> list[list[UnitMatch]]:
+        self._ensure_current()
+        with self._lock.read():
+            return self.sparse.search(queries, depth)
+
+    def entries(self, entry_ids: Sequence[str]) -> dict[str, KbEntry]:
+        """Stored entries by id."""
+        return self.store.entries(entry_ids)
+
+    def __len__(self) -> int:
+        self._ensure_current()
+        return self.dense.entry_count
+
+    def stats(self) -> CollectionStats:
+        self._ensure_current()
+        with self._lock.read():
+            return CollectionStats(
+                name=self.name,
+                entries=self.dense.entry_count,
+                chunks=self.dense.live_rows,
+                index_type=self.dense.index_type,
+                dimension=self.embedder.dimension,
+                embedder=self.embedder.name,
+                gpu=self.dense.on_gpu,
+            )
+
+    # -- snapshots -----------------------------------------------------------------
+    def snapshot(self) -> None:
+        """Write index snapshots now (a restart then loads instead of rebuilding)."""
+        with self._lock.write():
+            self._catch_up_locked()
+            self._snapshot_locked()
+
+    def _snapshot_locked(self) -> None:
+        if self.sparse.stale:
+            self.sparse.refresh()
+        target = self.directory / _SNAPSHOT
+        fresh = self.directory / f"{_SNAPSHOT}.tmp"
+        old = self.directory / f"{_SNAPSHOT}.old"
+        for leftover in (fresh, old):
+            shutil.rmtree(leftover, ignore_errors=True)
+        fresh.mkdir()
+        self.dense.save(fresh)
+        self.sparse.save(fresh)
+        manifest = {
+            "seq": self._applied_seq,
+            "embedder": self.embedder.name,
+            "index_type": self.dense.index_type,
+            "entries": self.dense.entry_count,
+        }
+        (fresh / _MANIFEST).write_text(json.dumps(manifest))
+        if target.exists():
+            target.rename(old)
+        fresh.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+        self._snapshot_seq = self._applied_seq
+        # Changes the snapshot covers are no longer needed to rebuild this process's
+        # view; another process that lags behind them rebuilds from the store.
+        self.store.prune_changes(self._applied_seq)
+
+    def close(self) -> None:
+        """Snapshot unsaved changes and close the store."""
+        with self._lock.write():
+            if self._applied_seq != self._snapshot_seq or not (self.directory / _SNAPSHOT).exists():
+                self._snapshot_locked()
+            self.store.close()

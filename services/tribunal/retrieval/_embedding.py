@@ -1,0 +1,105 @@
+"""Text → unit-length float32 vectors, in batches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+    from ..core import Settings
+
+__all__ = ["Embedder", "SentenceTransformerEmbedder", "load_profile_embedder"]
+
+Vectors = NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the retrieval service needs from an embedding model."""
+
+    @property
+    def name(self) -> str:
+        """Model id, recorded with every collection (vectors of two models never mix)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Vector length."""
+        ...
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
+        """``(len(texts), dimension)`` float32 rows of unit L2 norm."""
+        ...
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, batched, normalised.
+
+    Args:
+        model: The loaded model (see :func:`tribunal.core.load_embedder`).
+        name: Model id to record with collections.
+        batch_size: Texts per forward pass.
+    """
+
+    # Texts handed to one encode() call: large enough for its length-sorting to
+    # pay off, small enough that the progress bar moves.
+    _BLOCK = 512
+
+    def __init__(self, model: SentenceTransformer, *, name: str, batch_size: int = 32) -> None:
+        self.model = model
+        self._name = name
+        self.batch_size = batch_size
+        dimension = model.get_embedding_dimension()
+        if dimension is None:  # pragma: no cover - every sentence-transformers embedder has one
+            raise ValueError("the embedder does not report its dimension")
+        self._dimension = int(dimension)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
+        out = np.empty((len(texts), self._dimension), dtype=np.float32)
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(texts), desc="embedding", unit="text")
+        try:
+            for start in range(0, len(texts), self._BLOCK):
+                block = list(texts[start : start + self._BLOCK])
+                out[start : start + len(block)] = self.model.encode(
+                    block,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                if bar is not None:
+                    bar.update(len(block))
+        finally:
+            if bar is not None:
+                bar.close()
+        return out
+
+
+def load_profile_embedder(settings: Settings) -> SentenceTransformerEmbedder:
+    """The profile's embedder role, loaded from the model cache."""
+    from ..core import load_embedder
+
+    assert settings.roles is not None, "the profile defines no roles"
+    spec = settings.model_spec(settings.roles.embedder)
+    return SentenceTransformerEmbedder(
+        load_embedder(settings),
+        name=spec.artifact or spec.hf_id or settings.roles.embedder,
+        batch_size=settings.retrieval.embed_batch_size,
+    )

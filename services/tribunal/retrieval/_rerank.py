@@ -1,0 +1,194 @@
+"""Reranking the head of a fused list with a relevance model.
+
+A :class:`Reranker` turns (query, passage) pairs into probabilities of
+relevance. The profile decides which model plays the role: the LLM yes/no
+checker in ``tiny``, a cross-encoder in ``standard``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..core import ConfigError
+from ._types import QUESTION_UNIT_ID, KbEntry
+
+if TYPE_CHECKING:
+    from ..core import Settings
+    from ..core.llm import Backend, LLMEngine, Prompt
+
+__all__ = [
+    "RERANK_PROMPT_ID",
+    "CrossEncoderReranker",
+    "LazyReranker",
+    "LlmReranker",
+    "Reranker",
+    "load_profile_reranker",
+    "rerank_order",
+    "rerank_passage",
+    "rerank_prompt",
+]
+
+RERANK_PROMPT_ID = "retrieval/rerank@1"
+"""Id of the yes/no relevance prompt the LLM reranker sends (for provenance)."""
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores how well each passage answers a query."""
+
+    @property
+    def name(self) -> str:
+        """Model id, for provenance."""
+        ...
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        """P(the passage is relevant to / answers the query), one per passage, in [0, 1]."""
+        ...
+
+
+def rerank_passage(entry: KbEntry, unit_id: str) -> str:
+    """The text a reranker judges for a hit: the matched unit, with the answer
+    beside a matched question (a question alone does not say what the entry offers)."""
+    if unit_id == QUESTION_UNIT_ID:
+        return f"{entry.question}\n{entry.answer}".strip()
+    for chunk in entry.chunks:
+        if chunk.id == unit_id:
+            return chunk.indexed_text()
+    return entry.answer or entry.question
+
+
+def rerank_order(scores: Sequence[float]) -> list[int]:
+    """Positions sorted by reranker score, best first; ties keep the fused order."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+
+def rerank_prompt(query: str, passage: str, *, max_passage_chars: int) -> Prompt:
+    """The yes/no relevance prompt: the document, then the query and the question.
+
+    The document comes first although that forgoes reusing the KV cache of a
+    query-first prefix: on 12 SciFact queries (head of 10), Qwen2.5-Coder-1.5B's
+    nDCG@10 after reranking was 0.642 this way and 0.587 query-first.
+    """
+    from ..core.llm import Prompt
+
+    text = (
+        f"Document: {passage[:max_passage_chars]}\n\nSearch query: {query}\n\n"
+        "Is the document relevant to the search query? Answer yes or no."
+    )
+    return Prompt.user(text, prompt_id=RERANK_PROMPT_ID)
+
+
+class LlmReranker:
+    """An LLM as a yes/no relevance judge: P(yes) from the next-token distribution.
+
+    Args:
+        engine: A loaded engine (:func:`tribunal.core.llm.shared_engine`).
+        max_passage_chars: Passages are cut to this length (prompt size bound).
+    """
+
+    def __init__(self, engine: LLMEngine[Any], *, max_passage_chars: int = 2_000) -> None:
+        self.engine = engine
+        self.max_passage_chars = max_passage_chars
+
+    @property
+    def name(self) -> str:
+        return self.engine.model_name
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        prompts = [
+            rerank_prompt(query, p, max_passage_chars=self.max_passage_chars) for p in passages
+        ]
+        return [float(p) for p in self.engine.p_yes(prompts)]
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers cross-encoder (one relevance logit, sigmoid-activated).
+
+    Args:
+        model: A loaded ``sentence_transformers.CrossEncoder`` with one output label.
+        name: Model id for provenance.
+        batch_size: Pairs per forward pass.
+    """
+
+    def __init__(self, model: Any, *, name: str, batch_size: int = 32) -> None:
+        self.model = model
+        self._name = name
+        self.batch_size = batch_size
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        scores = self.model.predict(
+            [(query, p) for p in passages],
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [float(s) for s in scores]
+
+
+class LazyReranker:
+    """Loads the real reranker on first use, so a service that never reranks never
+    pays for (or holds the memory of) an LLM.
+
+    Args:
+        factory: Builds the reranker.
+        name: Model id, known before loading.
+    """
+
+    def __init__(self, factory: Callable[[], Reranker], *, name: str) -> None:
+        self._factory = factory
+        self._name = name
+        self._loaded: Reranker | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def load(self) -> Reranker:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._factory()
+            return self._loaded
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        return self.load().score(query, passages)
+
+
+def load_profile_reranker(settings: Settings, *, backend: Backend | None = None) -> Reranker:
+    """The profile's reranker role: an LLM yes/no judge or a cross-encoder.
+
+    Args:
+        settings: The profile.
+        backend: LLM backend override (``llamacpp`` is the fast CPU path).
+
+    Raises:
+        ConfigError: the role names a model kind that cannot rerank.
+    """
+    assert settings.roles is not None, "the profile defines no roles"
+    key = settings.roles.reranker
+    spec = settings.model_spec(key)
+    if spec.kind == "llm":
+        from ..core.llm import shared_engine
+
+        return LlmReranker(shared_engine(settings, key, backend=backend))
+    if spec.kind == "cross-encoder":
+        from sentence_transformers import CrossEncoder
+
+        from ..core import model_path, resolve_device
+
+        source = str(model_path(settings, key)) if spec.artifact else str(spec.hf_id)
+        model = CrossEncoder(source, device=resolve_device(settings))
+        return CrossEncoderReranker(model, name=spec.artifact or source)
+    raise ConfigError(
+        f"roles.reranker names model {key!r}, a {spec.kind}; a reranker must be an llm "
+        "or a cross-encoder",
+        field="roles.reranker",
+    )

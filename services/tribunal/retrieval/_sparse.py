@@ -1,0 +1,179 @@
+"""Sparse retrieval: BM25 (``bm25s``) over search units, best unit per entry.
+
+Texts are lower-cased, split into words, stripped of English stopwords and
+Snowball-stemmed. ``bm25s`` builds a static index, so the tokenised rows are
+kept: removing an entry masks its rows at once, and adding rows marks the
+index stale; the owner rebuilds it (from the kept tokens, without the dead
+rows) before the next search — cheap next to tokenising.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from ..core import RetrievalSettings
+from ._dense import UnitMatch
+
+__all__ = ["SparseIndex"]
+
+
+class SparseIndex:
+    """BM25 over unit texts with row bookkeeping.
+
+    Not thread-safe for writes; :meth:`refresh` must run (under the owner's
+    write lock) when :attr:`stale` before searching.
+    """
+
+    def __init__(self, settings: RetrievalSettings) -> None:
+        self.settings = settings
+        self._stemmer = Stemmer.Stemmer("english")
+        self._row_entry: list[str] = []
+        self._row_unit: list[str] = []
+        self._row_tokens: list[list[str]] = []
+        self._live: list[bool] = []
+        self._rows_of_entry: dict[str, list[int]] = {}
+        self._retriever: Any = None
+        self._live_mask: np.ndarray[Any, np.dtype[np.float32]] | None = None
+        self.stale = False
+
+    @property
+    def rows(self) -> int:
+        return len(self._row_entry)
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """Stemmed, stopword-free word lists."""
+        if not texts:
+            return []
+        tokens: list[list[str]] = bm25s.tokenize(
+            list(texts),
+            stopwords="en",
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
+        )
+        return tokens
+
+    # -- changes ----------------------------------------------------------------
+    def add(self, entry_id: str, unit_ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Queue one entry's units; visible after :meth:`refresh`."""
+        self._add_tokens([entry_id] * len(unit_ids), unit_ids, self.tokenize(texts))
+
+    def _add_tokens(
+        self, entry_ids: Sequence[str], unit_ids: Sequence[str], tokens: Sequence[list[str]]
+    ) -> None:
+        start = self.rows
+        self._row_entry.extend(entry_ids)
+        self._row_unit.extend(unit_ids)
+        self._row_tokens.extend(tokens)
+        self._live.extend([True] * len(entry_ids))
+        for offset, entry_id in enumerate(entry_ids):
+            self._rows_of_entry.setdefault(entry_id, []).append(start + offset)
+        if len(entry_ids):
+            self.stale = True
+
+    def remove(self, entry_id: str) -> bool:
+        """Mask an entry's rows (effective immediately); False if absent."""
+        rows = self._rows_of_entry.pop(entry_id, None)
+        if rows is None:
+            return False
+        for row in rows:
+            self._live[row] = False
+            if self._live_mask is not None and row < len(self._live_mask):
+                self._live_mask[row] = 0.0
+        return True
+
+    def build(
+        self, entry_ids: Sequence[str], unit_ids: Sequence[str], texts: Sequence[str]
+    ) -> None:
+        """Replace everything with these rows and index them."""
+        self._row_entry, self._row_unit, self._row_tokens = [], [], []
+        self._live, self._rows_of_entry = [], {}
+        self._add_tokens(entry_ids, unit_ids, self.tokenize(texts))
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Drop dead rows and rebuild the BM25 matrix."""
+        keep = [row for row, alive in enumerate(self._live) if alive]
+        if len(keep) != self.rows:
+            self._row_entry = [self._row_entry[r] for r in keep]
+            self._row_unit = [self._row_unit[r] for r in keep]
+            self._row_tokens = [self._row_tokens[r] for r in keep]
+            self._live = [True] * len(keep)
+            self._rows_of_entry = {}
+            for row, entry_id in enumerate(self._row_entry):
+                self._rows_of_entry.setdefault(entry_id, []).append(row)
+        if self.rows:
+            retriever = bm25s.BM25(k1=self.settings.bm25_k1, b=self.settings.bm25_b)
+            retriever.index(self._row_tokens, show_progress=False)
+            self._retriever = retriever
+            self._live_mask = np.ones(self.rows, dtype=np.float32)
+        else:
+            self._retriever, self._live_mask = None, None
+        self.stale = False
+
+    # -- search -----------------------------------------------------------------
+    def search(self, queries: Sequence[str], depth: int) -> list[list[UnitMatch]]:
+        """For each query, up to ``depth`` entries with a positive BM25 score, best first."""
+        if self.stale:
+            raise RuntimeError("SparseIndex.refresh() must run after changes, before searching")
+        results: list[list[UnitMatch]] = []
+        retriever, mask = self._retriever, self._live_mask
+        for tokens in self.tokenize(queries):
+            ids = retriever.get_tokens_ids(tokens) if retriever is not None else []
+            if not ids:  # nothing indexed, or no query word occurs in the collection
+                results.append([])
+                continue
+            scores = retriever.get_scores(ids) * mask
+            matched = np.flatnonzero(scores > 0)
+            order = matched[np.argsort(-scores[matched], kind="stable")]
+            seen: set[str] = set()
+            matches: list[UnitMatch] = []
+            for row in order.tolist():
+                entry_id = self._row_entry[row]
+                if entry_id in seen:
+                    continue
+                seen.add(entry_id)
+                matches.append(UnitMatch(entry_id, self._row_unit[row], float(scores[row])))
+                if len(matches) >= depth:
+                    break
+            results.append(matches)
+        return results
+
+    # -- snapshots ----------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        """Write the tokenised live rows into ``directory`` (the BM25 matrix is rebuilt)."""
+        keep = [row for row, alive in enumerate(self._live) if alive]
+        vocabulary: dict[str, int] = {}
+        flat: list[int] = []
+        offsets = [0]
+        for row in keep:
+            flat.extend(vocabulary.setdefault(t, len(vocabulary)) for t in self._row_tokens[row])
+            offsets.append(len(flat))
+        np.savez(
+            directory / "sparse_rows.npz",
+            entry=np.array([self._row_entry[r] for r in keep], dtype=str),
+            unit=np.array([self._row_unit[r] for r in keep], dtype=str),
+            tokens=np.array(flat, dtype=np.int32),
+            offsets=np.array(offsets, dtype=np.int64),
+        )
+        (directory / "sparse_vocabulary.json").write_text(json.dumps(list(vocabulary)))
+
+    @classmethod
+    def load(cls, directory: Path, settings: RetrievalSettings) -> SparseIndex:
+        """Read what :meth:`save` wrote and rebuild the BM25 matrix."""
+        sparse = cls(settings)
+        words = json.loads((directory / "sparse_vocabulary.json").read_text())
+        data = np.load(directory / "sparse_rows.npz", allow_pickle=False)
+        flat, offsets = data["tokens"].tolist(), data["offsets"].tolist()
+        tokens = [[words[t] for t in flat[a:b]] for a, b in itertools.pairwise(offsets)]
+        sparse._add_tokens([str(x) for x in data["entry"]], [str(x) for x in data["unit"]], tokens)
+        sparse.refresh()
+        return sparse

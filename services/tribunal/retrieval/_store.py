@@ -1,0 +1,257 @@
+"""The durable record of a collection: entries, unit embeddings, a change log.
+
+One SQLite file per collection in WAL mode with ``synchronous=FULL``: a
+write is acknowledged only after its transaction is fsync'd, so a crash or
+restart loses nothing acknowledged. Every write appends to ``changes`` (one
+row per touched entry, with a growing sequence number); in-memory indexes
+remember the last sequence they applied and replay the rest, which also
+lets several processes serve the same directory. Embeddings are stored with
+their units, so indexes rebuild without re-embedding.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._ingest import entry_from_record, entry_to_record
+from ._types import KbEntry
+
+__all__ = ["EntryStore", "StoredUnits"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (id TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS units (
+    entry_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    unit_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    embedding BLOB NOT NULL,
+    PRIMARY KEY (entry_id, position)
+);
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    entry_id TEXT NOT NULL,
+    op TEXT NOT NULL CHECK (op IN ('upsert', 'delete'))
+);
+"""
+
+
+@dataclass(frozen=True)
+class StoredUnits:
+    """An entry's search units as stored: ids, texts, embeddings (one row each)."""
+
+    entry_id: str
+    unit_ids: list[str]
+    texts: list[str]
+    vectors: NDArray[np.float32]
+
+
+class EntryStore:
+    """SQLite-backed entries + embeddings + change log of one collection.
+
+    Args:
+        path: The database file (created with its schema when missing).
+        dimension: Embedding length, checked against the stored one.
+        embedder: Embedder id, checked against the stored one (mixing models
+            in one index would make scores meaningless).
+    """
+
+    def __init__(self, path: Path, *, dimension: int, embedder: str) -> None:
+        self.path = path
+        self.dimension = dimension
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        with self._transaction():
+            stored = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            if not stored:
+                self._db.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [
+                        ("dimension", str(dimension)),
+                        ("embedder", embedder),
+                        ("pruned_through", "0"),
+                    ],
+                )
+            elif stored["dimension"] != str(dimension) or stored["embedder"] != embedder:
+                raise ValueError(
+                    f"{path} was built with embedder {stored['embedder']!r} "
+                    f"(dimension {stored['dimension']}), not {embedder!r} ({dimension}); "
+                    "re-ingest it into a new collection"
+                )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    class _Tx:
+        def __init__(self, store: EntryStore, mode: str) -> None:
+            self.store, self.mode = store, mode
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.store._lock.acquire()
+            try:
+                self.store._db.execute(f"BEGIN {self.mode}")
+            except BaseException:
+                self.store._lock.release()
+                raise
+            return self.store._db
+
+        def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+            try:
+                self.store._db.execute("COMMIT" if exc is None else "ROLLBACK")
+            finally:
+                self.store._lock.release()
+
+    def _transaction(self, mode: str = "IMMEDIATE") -> EntryStore._Tx:
+        """A locked transaction: IMMEDIATE for writes, DEFERRED for consistent reads."""
+        return EntryStore._Tx(self, mode)
+
+    # -- writes -----------------------------------------------------------------
+    def write(
+        self,
+        upserts: Sequence[tuple[KbEntry, Sequence[str], Sequence[str], NDArray[np.float32]]],
+        deletes: Sequence[str] = (),
+    ) -> tuple[int, list[str]]:
+        """Apply upserts (entry, unit ids, unit texts, vectors) and deletes in one
+        durable transaction. Returns the last change sequence and the delete ids
+        that did not exist."""
+        missing: list[str] = []
+        with self._transaction() as db:
+            for entry, unit_ids, texts, vectors in upserts:
+                db.execute("DELETE FROM units WHERE entry_id = ?", (entry.id,))
+                db.execute(
+                    "INSERT OR REPLACE INTO entries (id, record) VALUES (?, ?)",
+                    (entry.id, json.dumps(entry_to_record(entry), ensure_ascii=False)),
+                )
+                db.executemany(
+                    "INSERT INTO units (entry_id, position, unit_id, text, embedding) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (entry.id, i, unit_id, text, np.asarray(vector, np.float32).tobytes())
+                        for i, (unit_id, text, vector) in enumerate(
+                            zip(unit_ids, texts, vectors, strict=True)
+                        )
+                    ],
+                )
+                db.execute("INSERT INTO changes (entry_id, op) VALUES (?, 'upsert')", (entry.id,))
+            for entry_id in deletes:
+                if db.execute("DELETE FROM entries WHERE id = ?", (entry_id,)).rowcount == 0:
+                    missing.append(entry_id)
+                    continue
+                db.execute("DELETE FROM units WHERE entry_id = ?", (entry_id,))
+                db.execute("INSERT INTO changes (entry_id, op) VALUES (?, 'delete')", (entry_id,))
+            last = self._last_seq(db)
+        return last, missing
+
+    def prune_changes(self, through: int) -> None:
+        """Forget change rows up to ``through`` (a snapshot covers them)."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM changes WHERE seq <= ?", (through,))
+            db.execute("UPDATE meta SET value = ? WHERE key = 'pruned_through'", (str(through),))
+
+    # -- reads ------------------------------------------------------------------
+    @staticmethod
+    def _last_seq(db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
+        return int(row[0]) if row else 0
+
+    def last_seq(self) -> int:
+        """Sequence number of the newest change (0 when none)."""
+        with self._lock:
+            return self._last_seq(self._db)
+
+    def pruned_through(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'pruned_through'").fetchone()
+        return int(row[0])
+
+    def changes_since(self, seq: int) -> tuple[int, dict[str, str]]:
+        """The newest sequence and, per entry changed after ``seq``, its last op."""
+        with self._transaction("DEFERRED") as db:
+            rows = db.execute(
+                "SELECT seq, entry_id, op FROM changes WHERE seq > ? ORDER BY seq", (seq,)
+            ).fetchall()
+            last = self._last_seq(db)
+        return last, {entry_id: op for _, entry_id, op in rows}
+
+    def _units_of(self, db: sqlite3.Connection, entry_id: str) -> StoredUnits:
+        rows = db.execute(
+            "SELECT unit_id, text, embedding FROM units WHERE entry_id = ? ORDER BY position",
+            (entry_id,),
+        ).fetchall()
+        vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
+        return StoredUnits(
+            entry_id,
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            vectors.reshape(len(rows), self.dimension),
+        )
+
+    def units(self, entry_ids: Sequence[str]) -> list[StoredUnits]:
+        """Stored units of these entries (entries no longer stored are left out)."""
+        with self._transaction("DEFERRED") as db:
+            return [
+                self._units_of(db, entry_id)
+                for entry_id in entry_ids
+                if db.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchone()
+            ]
+
+    def all_units(self) -> tuple[int, list[str], list[str], list[str], NDArray[np.float32]]:
+        """Everything, consistently: (last seq, entry ids, unit ids, texts, vectors) per unit."""
+        with self._transaction("DEFERRED") as db:
+            rows = db.execute(
+                "SELECT entry_id, unit_id, text, embedding FROM units ORDER BY entry_id, position"
+            ).fetchall()
+            last = self._last_seq(db)
+        vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32)
+        return (
+            last,
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            vectors.reshape(len(rows), self.dimension).copy(),
+        )
+
+    def entries(self, entry_ids: Sequence[str]) -> dict[str, KbEntry]:
+        """Stored entries by id (absent ids are left out)."""
+        if not entry_ids:
+            return {}
+        with self._transaction("DEFERRED") as db:
+            out: dict[str, KbEntry] = {}
+            for entry_id in entry_ids:
+                row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
+                if row is not None:
+                    out[entry_id] = entry_from_record(
+                        json.loads(row[0]), record_format="entries", max_chars=1
+                    )
+        return out
+
+    def existing(self, entry_ids: Sequence[str]) -> set[str]:
+        """Which of these ids are stored."""
+        with self._transaction("DEFERRED") as db:
+            return {
+                entry_id
+                for entry_id in entry_ids
+                if db.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchone()
+            }
+
+    def iter_entries(self) -> Iterator[KbEntry]:
+        """Every stored entry (for export)."""
+        with self._transaction("DEFERRED") as db:
+            rows = db.execute("SELECT record FROM entries ORDER BY id").fetchall()
+        for (record,) in rows:
+            yield entry_from_record(json.loads(record), record_format="entries", max_chars=1)

@@ -1,0 +1,152 @@
+"""The knowledge-base model and the values searches take and return.
+
+Plain frozen dataclasses: the gRPC adapter translates them to and from
+``tribunal.v1`` messages, the Ray deployment pickles them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ANSWER_UNIT_ID",
+    "QUESTION_UNIT_ID",
+    "Chunk",
+    "CollectionStats",
+    "DeleteResult",
+    "KbEntry",
+    "SearchHit",
+    "SearchMode",
+    "SearchQuery",
+    "SearchResult",
+    "UpsertResult",
+]
+
+QUESTION_UNIT_ID = "question"
+"""``matched_chunk_id`` of a hit whose question text matched best."""
+ANSWER_UNIT_ID = "answer"
+"""``matched_chunk_id`` of a hit matched on its answer (entries without chunks only)."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage supporting an answer; keeps its document's title."""
+
+    id: str
+    """Unique within its entry."""
+    text: str
+    """The passage."""
+    title: str = ""
+    """Title of the document the passage comes from."""
+
+    def indexed_text(self) -> str:
+        """What the retrievers see: the title, then the passage."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class KbEntry:
+    """One verified knowledge-base entry."""
+
+    id: str
+    """Caller-chosen, unique within a collection."""
+    question: str = ""
+    """The canonical question (empty for plain document corpora)."""
+    answer: str = ""
+    """The verified answer, returned verbatim."""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    """Source, language, review date, ..."""
+    chunks: tuple[Chunk, ...] = ()
+    """Supporting passages."""
+
+    def search_units(self) -> list[tuple[str, str]]:
+        """``(unit id, text)`` pairs the retrievers index for this entry.
+
+        The question (if any) and each chunk; an entry with neither chunks nor
+        question is indexed by its answer so that it can still be found.
+        """
+        units: list[tuple[str, str]] = []
+        if self.question.strip():
+            units.append((QUESTION_UNIT_ID, self.question))
+        units.extend((chunk.id, chunk.indexed_text()) for chunk in self.chunks if chunk.text)
+        if not self.chunks and self.answer.strip():
+            units.append((ANSWER_UNIT_ID, self.answer))
+        return units
+
+
+class SearchMode(enum.Enum):
+    """Which retrievers take part."""
+
+    HYBRID = "hybrid"
+    DENSE = "dense"
+    SPARSE = "sparse"
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """One search request."""
+
+    collection: str
+    text: str
+    top_k: int = 10
+    mode: SearchMode = SearchMode.HYBRID
+    rerank: bool = False
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One entry in a result list, with how each retriever saw it."""
+
+    entry: KbEntry
+    score: float
+    """Ordering score: fused RRF score, the retriever's own score in single mode,
+    or the reranker probability for reranked hits."""
+    rank: int
+    """1-based position in the final list."""
+    matched_unit_id: str
+    """Chunk id, ``"question"`` or ``"answer"``: the unit that matched best."""
+    dense_score: float | None = None
+    dense_rank: int | None = None
+    sparse_score: float | None = None
+    sparse_rank: int | None = None
+    rerank_score: float | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits of one search, best first, and time per stage."""
+
+    hits: tuple[SearchHit, ...]
+    stage_milliseconds: Mapping[str, float] = field(default_factory=dict)
+    """Stage name (embed, dense, sparse, fuse, rerank) to milliseconds."""
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    upserted: int
+    """Entries written."""
+    total_entries: int
+    """Collection size after the write."""
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    deleted: int
+    """Entries removed."""
+    missing_ids: tuple[str, ...]
+    """Requested ids that were not in the collection."""
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    name: str
+    entries: int
+    chunks: int
+    """Indexed search units (questions and chunks)."""
+    index_type: str
+    """FAISS index class, e.g. ``IndexFlatIP``."""
+    dimension: int
+    embedder: str
+    gpu: bool

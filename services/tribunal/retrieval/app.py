@@ -1,0 +1,147 @@
+"""The retrieval service as a Ray Serve application.
+
+One deployment wraps the domain :class:`~tribunal.retrieval.KnowledgeBase`.
+Single searches arriving concurrently have their queries embedded together
+by ``@serve.batch`` (``max_batch_size`` / ``batch_wait_timeout_s`` from
+settings; ``max_ongoing_requests`` is kept >= ``max_batch_size`` by the
+settings validator, or batches could never fill). Replicas, CPUs/GPUs and
+autoscaling come from ``settings.retrieval.deployment``.
+
+Callers inside Ray (the gateway) use a ``DeploymentHandle`` and the domain
+methods (``search``, ``batch_search``, ``upsert``, ``delete``, ``stats``);
+Serve's gRPC proxy calls the proto-named methods (``Search``, ...), which
+translate with the same functions as the plain gRPC servicer.
+
+Replicas of one collection directory stay consistent through the store's
+change log: each replays other replicas' writes before it searches.
+
+    serve.run(build_app(load_settings()), name="retrieval")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
+from ray import serve
+from ray.serve import Application
+
+from ..core import Settings
+from ..v1 import retrieval_pb2
+from ._knowledge_base import KnowledgeBase
+from ._types import (
+    CollectionStats,
+    DeleteResult,
+    KbEntry,
+    SearchMode,
+    SearchQuery,
+    SearchResult,
+    UpsertResult,
+)
+from .servicer import (
+    entry_from_proto,
+    profile_reranker,
+    query_from_proto,
+    result_to_proto,
+)
+
+__all__ = ["RetrievalDeployment", "build_app"]
+
+
+@serve.deployment(name="retrieval")
+class RetrievalDeployment:
+    """A replica: the embedder, the collections, batched query embedding.
+
+    Args:
+        settings_data: ``Settings.model_dump(mode="json")`` of the driver (a
+            plain dict travels to the replica; the profile file need not).
+    """
+
+    def __init__(self, settings_data: dict[str, Any]) -> None:
+        settings = Settings(**settings_data)
+        self.kb = KnowledgeBase.from_settings(settings, profile_reranker(settings))
+        options = settings.retrieval.deployment
+        self.embed_query.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
+        self.embed_query.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
+    async def embed_query(self, texts: list[str]) -> list[NDArray[np.float32]]:
+        """One query in, one vector out; Serve gathers concurrent calls into one batch."""
+        vectors = await asyncio.to_thread(self.kb.embed_queries, texts)
+        return list(vectors)
+
+    # -- domain methods (DeploymentHandle callers) --------------------------------------
+    async def search(self, query: SearchQuery) -> SearchResult:
+        self.kb.validate(query)
+        vectors = np.zeros((1, self.kb.embedder.dimension), dtype=np.float32)
+        if query.mode is not SearchMode.SPARSE:
+            vectors[0] = await self.embed_query(query.text)
+        results = await asyncio.to_thread(self.kb.search_batch, [query], query_vectors=vectors)
+        return results[0]
+
+    async def batch_search(self, queries: Sequence[SearchQuery]) -> list[SearchResult]:
+        # Already a batch: embed it in one pass rather than through the queue.
+        return await asyncio.to_thread(self.kb.search_batch, list(queries))
+
+    async def upsert(
+        self, collection: str, entries: Sequence[KbEntry], create: bool = False
+    ) -> UpsertResult:
+        return await asyncio.to_thread(self.kb.upsert, collection, list(entries), create=create)
+
+    async def delete(self, collection: str, ids: Sequence[str]) -> DeleteResult:
+        return await asyncio.to_thread(self.kb.delete, collection, list(ids))
+
+    async def stats(self, collection: str = "") -> list[CollectionStats]:
+        return await asyncio.to_thread(self.kb.stats, collection)
+
+    # -- proto methods (Serve's gRPC proxy) -----------------------------------------------
+    async def Search(self, request: retrieval_pb2.SearchRequest) -> retrieval_pb2.SearchResponse:
+        return result_to_proto(await self.search(query_from_proto(request)))
+
+    async def BatchSearch(
+        self, request: retrieval_pb2.BatchSearchRequest
+    ) -> retrieval_pb2.BatchSearchResponse:
+        queries = [
+            query_from_proto(s, field=f"searches[{i}].") for i, s in enumerate(request.searches)
+        ]
+        results = await self.batch_search(queries)
+        return retrieval_pb2.BatchSearchResponse(results=[result_to_proto(r) for r in results])
+
+    async def Upsert(self, request: retrieval_pb2.UpsertRequest) -> retrieval_pb2.UpsertResponse:
+        entries = [entry_from_proto(e) for e in request.entries]
+        result = await self.upsert(request.collection, entries, request.create_collection)
+        return retrieval_pb2.UpsertResponse(
+            upserted=result.upserted, total_entries=result.total_entries
+        )
+
+    async def Delete(self, request: retrieval_pb2.DeleteRequest) -> retrieval_pb2.DeleteResponse:
+        result = await self.delete(request.collection, list(request.ids))
+        return retrieval_pb2.DeleteResponse(
+            deleted=result.deleted, missing_ids=list(result.missing_ids)
+        )
+
+    def __del__(self) -> None:
+        # Replica shutdown: write snapshots so the next replica loads instead of rebuilding.
+        kb = getattr(self, "kb", None)
+        if kb is not None:
+            kb.close()
+
+
+def build_app(settings: Settings) -> Application:
+    """The retrieval application, configured from ``settings.retrieval.deployment``."""
+    options = settings.retrieval.deployment
+    # @serve.deployment turns the class into a Deployment; the stubs do not say so.
+    deployment = cast(Any, RetrievalDeployment).options(
+        max_ongoing_requests=options.max_ongoing_requests,
+        ray_actor_options={"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
+        autoscaling_config={
+            "min_replicas": options.min_replicas,
+            "max_replicas": options.max_replicas,
+            "target_ongoing_requests": options.target_ongoing_requests,
+        },
+    )
+    app: Application = deployment.bind(settings.model_dump(mode="json"))
+    return app
