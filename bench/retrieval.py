@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import faiss
@@ -102,46 +104,61 @@ def hnsw_vs_exact(kb: KnowledgeBase, queries: Vectors, total: int) -> None:
         )
 
 
-def service_vs_faiss(kb: KnowledgeBase, texts: list[str], vectors: Vectors) -> None:
+def service_vs_faiss(kb: KnowledgeBase, texts: list[str], vectors: Vectors, rounds: int) -> None:
     collection = kb.collection(COLLECTION)
     stats = collection.stats()
     print(f"== service vs raw FAISS: collection of {stats.entries:,} entries, {stats.chunks:,}")
-    print(f"   vectors ({stats.index_type}), {len(texts)} queries, top_k 10, one client")
+    print(f"   vectors ({stats.index_type}), {len(texts)} queries, top_k 10, one client;")
+    print(f"   median of {rounds} rounds, the order of the paths rotating each round")
     index = collection.dense._index
-    n = len(texts)
-    rates = {
-        "raw FAISS (vector in, 10 rows out)": _rate(
-            n, lambda i: index.search(vectors[i : i + 1], 10)
-        )
-    }
-    rates["domain dense search, vector given"] = _rate(
-        n, lambda i: collection.search_dense(vectors[i : i + 1], 100)
-    )
-    for mode in (SearchMode.DENSE, SearchMode.HYBRID):
-        rates[f"KnowledgeBase.search {mode.value} (embeds)"] = _rate(
-            n, lambda i, m=mode: kb.search(SearchQuery(COLLECTION, texts[i], 10, m))
-        )
     settings = load_settings(server={"port": 0, "metrics_port": None})
     host = _RetrievalHost(settings, RetrievalServicer(lambda: kb))
     port = host.start()
     host.wait_until_ready(60)
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
-        for mode, name in ((2, "dense"), (1, "hybrid")):
-            requests = [
-                retrieval_pb2.SearchRequest(collection=COLLECTION, query=t, top_k=10, mode=mode)
-                for t in texts
-            ]
-            rates[f"gRPC Search {name} (loopback)"] = _rate(
-                n, lambda i, r=requests: stub.Search(r[i], timeout=60)
-            )
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+
+    def grpc_search(mode: int) -> Callable[[int], object]:
+        requests = [
+            retrieval_pb2.SearchRequest(collection=COLLECTION, query=t, top_k=10, mode=mode)
+            for t in texts
+        ]
+        return lambda i: stub.Search(requests[i], timeout=60)
+
+    def domain_search(mode: SearchMode) -> Callable[[int], object]:
+        return lambda i: kb.search(SearchQuery(COLLECTION, texts[i], 10, mode))
+
+    paths: dict[str, Callable[[int], object]] = {
+        "raw FAISS (vector in, 10 rows out)": lambda i: index.search(vectors[i : i + 1], 10),
+        "domain dense search, vector given": lambda i: collection.search_dense(
+            vectors[i : i + 1], 100
+        ),
+        "KnowledgeBase.search dense (embeds)": domain_search(SearchMode.DENSE),
+        "KnowledgeBase.search hybrid (embeds)": domain_search(SearchMode.HYBRID),
+        "gRPC Search dense (loopback)": grpc_search(2),
+        "gRPC Search hybrid (loopback)": grpc_search(1),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in paths}
+    names = list(paths)
+    # In-process paths run on a worker thread, as the gRPC server's handlers do: on a
+    # busy 2-core machine torch in the main thread is several times slower (OpenMP
+    # threads spin-waiting for cores), which would flatter the gRPC side.
+    with ThreadPoolExecutor(1) as worker:
+        for round_ in range(rounds):
+            for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                rate = worker.submit(_rate, len(texts), paths[name]).result()
+                samples[name].append(rate)
+    channel.close()
     host.stop(0)
+    rates = {name: statistics.median(values) for name, values in samples.items()}
     base = rates["raw FAISS (vector in, 10 rows out)"]
     for name, rate in rates.items():
         print(f"   {name:<40} {rate:9,.0f} q/s   {rate / base:8.4f} of raw FAISS")
-    grpc_hybrid = rates["gRPC Search hybrid (loopback)"]
-    domain_hybrid = rates["KnowledgeBase.search hybrid (embeds)"]
-    print(f"   gRPC / in-process, hybrid: {grpc_hybrid / domain_hybrid:.2f}")
+    for mode in ("dense", "hybrid"):
+        ratio = (
+            rates[f"gRPC Search {mode} (loopback)"] / rates[f"KnowledgeBase.search {mode} (embeds)"]
+        )
+        print(f"   gRPC service / in-process KnowledgeBase.search, {mode}: {ratio:.2f}")
 
 
 def _open_kb(settings: Settings, data: Path) -> KnowledgeBase:
@@ -163,6 +180,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vectors", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--service-queries", type=int, default=100, help="queries per round")
     parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
     args = parser.parse_args()
     faiss.omp_set_num_threads(1)  # one query at a time, as in the service; no spin-waits
@@ -172,7 +191,7 @@ def main() -> None:
         texts = [json.loads(line)["text"] for line in lines][: args.queries]
     query_vectors = kb.embed_queries(texts)
     hnsw_vs_exact(kb, query_vectors, args.vectors)
-    service_vs_faiss(kb, texts, query_vectors)
+    service_vs_faiss(kb, texts[: args.service_queries], query_vectors, args.rounds)
     kb.close()
 
 

@@ -58,3 +58,16 @@ def test_the_domain_package_imports_neither_grpc_nor_ray() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_the_rerank_prompt_is_registered_and_puts_the_document_first() -> None:
+    from tribunal.prompts import get_prompt
+    from tribunal.retrieval import rerank_prompt
+
+    template = rerank_prompt()
+    assert get_prompt(template.id) is template
+    prompt = template.render(query="does zinc help colds?", passage="Zinc trial results.")
+    assert prompt.prompt_id == "relevance/rerank-document-first@1"
+    text = prompt.messages[-1].content
+    assert text.index("Zinc trial results.") < text.index("does zinc help colds?")
+    assert text.endswith("Answer yes or no.")

@@ -22,9 +22,9 @@ from ._loading import load_embedder, model_path, resolve_device
 from ._logging import JsonFormatter, configure_logging
 from ._settings import (
     ConfidenceSettings,
+    DeploymentSettings,
     LLMSettings,
     ModelSpec,
-    RetrievalDeploymentSettings,
     RetrievalSettings,
     RoleSettings,
     ServerSettings,
@@ -36,6 +36,7 @@ from ._settings import (
 
 __all__ = [
     "ConfidenceSettings",
+    "DeploymentSettings",
     "ConfigError",
     "DeadlineExceededError",
     "ErrorCode",
@@ -49,7 +50,6 @@ __all__ = [
     "ModelSpec",
     "NotFoundError",
     "ResourceExhaustedError",
-    "RetrievalDeploymentSettings",
     "RetrievalSettings",
     "RoleSettings",
     "ServerSettings",

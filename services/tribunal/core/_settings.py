@@ -29,10 +29,10 @@ from .models._catalog import CATALOG
 
 __all__ = [
     "ConfidenceSettings",
+    "DeploymentSettings",
     "EntailmentSettings",
     "LLMSettings",
     "ModelSpec",
-    "RetrievalDeploymentSettings",
     "RetrievalSettings",
     "RoleSettings",
     "ServerSettings",
@@ -120,8 +120,8 @@ class ServerSettings(_Strict):
     """Port of the Prometheus ``/metrics`` endpoint; null disables it, 0 picks a free one."""
 
 
-class RetrievalDeploymentSettings(_Strict):
-    """How the retrieval Ray Serve deployment runs and scales."""
+class DeploymentSettings(_Strict):
+    """How one service's Ray Serve deployment runs and scales (each service has its own)."""
 
     min_replicas: int = Field(1, ge=0, le=1000)
     """Autoscaling floor (0 lets the service scale to zero)."""
@@ -141,7 +141,7 @@ class RetrievalDeploymentSettings(_Strict):
     """Requests a replica accepts at once; must be >= max_batch_size or batches never fill."""
 
     @model_validator(mode="after")
-    def _batches_can_fill(self) -> RetrievalDeploymentSettings:
+    def _batches_can_fill(self) -> DeploymentSettings:
         if self.max_ongoing_requests < self.max_batch_size:
             raise ValueError(
                 f"max_ongoing_requests ({self.max_ongoing_requests}) must be >= max_batch_size "
@@ -201,7 +201,7 @@ class RetrievalSettings(_Strict):
     """Rebuild the dense index when this share of its rows are deleted or replaced."""
     snapshot_every_changes: int = Field(1_000, ge=1, le=10_000_000)
     """Write index snapshots after this many logged changes (and on close)."""
-    deployment: RetrievalDeploymentSettings = RetrievalDeploymentSettings()
+    deployment: DeploymentSettings = DeploymentSettings()
     """Ray Serve deployment options."""
 
 
@@ -233,6 +233,8 @@ class EntailmentSettings(_Strict):
     """Longest premise accepted."""
     max_hypothesis_chars: int = Field(2_000, ge=1, le=1_000_000)
     """Longest hypothesis accepted."""
+    deployment: DeploymentSettings = DeploymentSettings(max_batch_size=8)
+    """Ray Serve deployment options (single pairs are batched up to ``max_batch_size``)."""
 
     @model_validator(mode="after")
     def _band_is_ordered(self) -> EntailmentSettings:

@@ -33,7 +33,7 @@ class EntailmentDeployment:
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
         self.cascade: EntailmentCascade = build_cascade(settings)
-        options = settings.retrieval.deployment
+        options = settings.entailment.deployment
         self.check_one.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
         self.check_one.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
 
@@ -63,7 +63,7 @@ class EntailmentDeployment:
 
 def build_app(settings: Settings) -> Application:
     """The entailment application, scaled like the other model services."""
-    options = settings.retrieval.deployment
+    options = settings.entailment.deployment
     deployment = cast(Any, EntailmentDeployment).options(
         max_ongoing_requests=options.max_ongoing_requests,
         ray_actor_options={"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},

@@ -7,6 +7,7 @@ checker in ``tiny``, a cross-encoder in ``standard``.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -16,10 +17,11 @@ from ._types import QUESTION_UNIT_ID, KbEntry
 
 if TYPE_CHECKING:
     from ..core import Settings
-    from ..core.llm import Backend, LLMEngine, Prompt
+    from ..core.llm import Backend, LLMEngine
+    from ..prompts import PromptTemplate
 
 __all__ = [
-    "RERANK_PROMPT_ID",
+    "RERANK_PROMPT_NAME",
     "CrossEncoderReranker",
     "LazyReranker",
     "LlmReranker",
@@ -30,8 +32,8 @@ __all__ = [
     "rerank_prompt",
 ]
 
-RERANK_PROMPT_ID = "retrieval/rerank@1"
-"""Id of the yes/no relevance prompt the LLM reranker sends (for provenance)."""
+RERANK_PROMPT_NAME = "rerank-document-first"
+"""Variant of the ``relevance`` prompt role the LLM reranker uses by default."""
 
 
 @runtime_checkable
@@ -64,20 +66,28 @@ def rerank_order(scores: Sequence[float]) -> list[int]:
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
 
 
-def rerank_prompt(query: str, passage: str, *, max_passage_chars: int) -> Prompt:
-    """The yes/no relevance prompt: the document, then the query and the question.
+@functools.cache
+def rerank_prompt() -> PromptTemplate:
+    """The reranker's yes/no relevance prompt, ``relevance/rerank-document-first@1``.
 
-    The document comes first although that forgoes reusing the KV cache of a
-    query-first prefix: on 12 SciFact queries (head of 10), Qwen2.5-Coder-1.5B's
-    nDCG@10 after reranking was 0.642 this way and 0.587 query-first.
+    The document comes before the query although that forgoes reusing the KV cache
+    of a query-first prefix: on 12 SciFact queries (head of 10), Qwen2.5-Coder-1.5B's
+    nDCG@10 after reranking was 0.642 this way and 0.587 with the query first.
     """
-    from ..core.llm import Prompt
+    from ..prompts import PromptTemplate, register
 
-    text = (
-        f"Document: {passage[:max_passage_chars]}\n\nSearch query: {query}\n\n"
-        "Is the document relevant to the search query? Answer yes or no."
+    return register(
+        PromptTemplate(
+            role="relevance",
+            name=RERANK_PROMPT_NAME,
+            version=1,
+            instructions="",
+            item="Document: {passage}\n\nSearch query: {query}",
+            question="Is the document relevant to the search query? Answer yes or no.",
+            truncatable="passage",
+            description="retrieval reranker: document first, then the query",
+        )
     )
-    return Prompt.user(text, prompt_id=RERANK_PROMPT_ID)
 
 
 class LlmReranker:
@@ -85,21 +95,20 @@ class LlmReranker:
 
     Args:
         engine: A loaded engine (:func:`tribunal.core.llm.shared_engine`).
-        max_passage_chars: Passages are cut to this length (prompt size bound).
+        template: The prompt (fields ``query`` and ``passage``); passages too long for
+            the engine's prompt bound are cut by the template's truncation policy.
     """
 
-    def __init__(self, engine: LLMEngine[Any], *, max_passage_chars: int = 2_000) -> None:
+    def __init__(self, engine: LLMEngine[Any], *, template: PromptTemplate | None = None) -> None:
         self.engine = engine
-        self.max_passage_chars = max_passage_chars
+        self.template = template or rerank_prompt()
 
     @property
     def name(self) -> str:
         return self.engine.model_name
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        prompts = [
-            rerank_prompt(query, p, max_passage_chars=self.max_passage_chars) for p in passages
-        ]
+        prompts = [self.template.render(self.engine, query=query, passage=p) for p in passages]
         return [float(p) for p in self.engine.p_yes(prompts)]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ from ..core import RetrievalSettings
 from ._dense import UnitMatch
 
 __all__ = ["SparseIndex"]
+
+# bm25s sets its logger to DEBUG on import, which would put a line in the service log
+# at every index rebuild; its warnings still come through.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 class SparseIndex:
