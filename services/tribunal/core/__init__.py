@@ -23,6 +23,7 @@ from ._logging import JsonFormatter, configure_logging
 from ._settings import (
     ConfidenceSettings,
     DeploymentSettings,
+    EntailmentSettings,
     LLMSettings,
     ModelSpec,
     RetrievalSettings,
@@ -36,9 +37,10 @@ from ._settings import (
 
 __all__ = [
     "ConfidenceSettings",
-    "DeploymentSettings",
     "ConfigError",
     "DeadlineExceededError",
+    "DeploymentSettings",
+    "EntailmentSettings",
     "ErrorCode",
     "FailedPreconditionError",
     "InternalError",

@@ -151,6 +151,18 @@ class DeploymentSettings(_Strict):
             raise ValueError("min_replicas must be <= max_replicas")
         return self
 
+    def ray_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``Deployment.options`` (Serve's names; no ray import here)."""
+        return {
+            "max_ongoing_requests": self.max_ongoing_requests,
+            "ray_actor_options": {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus},
+            "autoscaling_config": {
+                "min_replicas": self.min_replicas,
+                "max_replicas": self.max_replicas,
+                "target_ongoing_requests": self.target_ongoing_requests,
+            },
+        }
+
 
 class RetrievalSettings(_Strict):
     """Knobs of the retrieval service: index choice, limits, fusion, reranking."""

@@ -63,15 +63,8 @@ class EntailmentDeployment:
 
 def build_app(settings: Settings) -> Application:
     """The entailment application, scaled like the other model services."""
-    options = settings.entailment.deployment
     deployment = cast(Any, EntailmentDeployment).options(
-        max_ongoing_requests=options.max_ongoing_requests,
-        ray_actor_options={"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
-        autoscaling_config={
-            "min_replicas": options.min_replicas,
-            "max_replicas": options.max_replicas,
-            "target_ongoing_requests": options.target_ongoing_requests,
-        },
+        **settings.entailment.deployment.ray_options()
     )
     app: Application = deployment.bind(settings.model_dump(mode="json"))
     return app

@@ -132,16 +132,8 @@ class RetrievalDeployment:
 
 def build_app(settings: Settings) -> Application:
     """The retrieval application, configured from ``settings.retrieval.deployment``."""
-    options = settings.retrieval.deployment
-    # @serve.deployment turns the class into a Deployment; the stubs do not say so.
     deployment = cast(Any, RetrievalDeployment).options(
-        max_ongoing_requests=options.max_ongoing_requests,
-        ray_actor_options={"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
-        autoscaling_config={
-            "min_replicas": options.min_replicas,
-            "max_replicas": options.max_replicas,
-            "target_ongoing_requests": options.target_ongoing_requests,
-        },
+        **settings.retrieval.deployment.ray_options()
     )
     app: Application = deployment.bind(settings.model_dump(mode="json"))
     return app
