@@ -159,3 +159,27 @@ def test_bad_input_names_the_field() -> None:
         cascade.check([PairToCheck("p", "h")] * 3)
     with pytest.raises(InvalidArgumentError, match="at least one pair"):
         cascade.check([])
+
+
+def test_fast_decisions_use_the_band_edges_as_thresholds() -> None:
+    # A small model's P(yes) is compressed: 1/3 is above this band, so the fast checker's
+    # answer is "entailed" although 1/3 < entail_threshold.
+    cascade = EntailmentCascade(
+        LexicalOverlapChecker(), LexicalOverlapChecker(), uncertain_band=(0.1, 0.3)
+    )
+    premise = "Masks reduce the spread of respiratory droplets."
+    above, below = cascade.check(
+        [
+            PairToCheck(premise, "Masks reduce influenza deaths in crowded schools."),  # 2/6
+            PairToCheck(premise, "Vaccines prevent measles outbreaks in children."),  # 0/5
+        ]
+    )
+    assert above.p_entail == pytest.approx(1 / 3)
+    assert above.decided_by is CheckStage.FAST
+    assert above.label is EntailmentLabel.ENTAILED
+    assert below.label is EntailmentLabel.NEUTRAL
+    # Without a strong stage the ordinary threshold applies.
+    [one_stage] = EntailmentCascade(LexicalOverlapChecker(), uncertain_band=(0.1, 0.3)).check(
+        [PairToCheck(premise, "Masks reduce influenza deaths in crowded schools.")]
+    )
+    assert one_stage.label is EntailmentLabel.NEUTRAL

@@ -225,9 +225,12 @@ class EntailmentSettings(_Strict):
     fast_backend: Literal["model", "lexical"] = "model"
     """Stage 1: the ``entailment_fast`` model, or the model-free lexical-overlap prefilter."""
     uncertain_low: float = Field(0.2, ge=0.0, le=1.0)
-    """Stage-1 P(entail) at or above which a pair is uncertain (goes to stage 2)..."""
+    """Stage-1 P(entail) at or above which a pair is uncertain (goes to stage 2); below
+    it the fast checker says "not entailed"..."""
     uncertain_high: float = Field(0.8, ge=0.0, le=1.0)
-    """...and at or below which it still is."""
+    """...and at or below which it still is; above it the fast checker says "entailed".
+    Choose the band on data (``tribunal eval entailment`` selects one on a selection split):
+    a small model's P(yes) is compressed, so a symmetric band around 0.5 routes nearly all."""
     entail_threshold: float = Field(0.5, ge=0.0, le=1.0)
     """P(entail) at or above which a pair is labelled entailed."""
     contradict_threshold: float = Field(0.5, ge=0.0, le=1.0)

@@ -107,7 +107,8 @@ class EntailmentCascade:
     Args:
         fast: Stage-1 checker (every pair).
         strong: Stage-2 checker (pairs in the band), or None for a one-stage checker.
-        uncertain_band: Stage-1 P(entail) in [low, high] goes to stage 2.
+        uncertain_band: Stage-1 P(entail) in [low, high] goes to stage 2; below the band
+            the fast checker's answer is "not entailed", above it "entailed".
         entail_threshold: P(entail) at or above which a pair is ENTAILED.
         contradict_threshold: P(contradict) at or above which a non-entailed pair
             is CONTRADICTED (backends without contradiction give NEUTRAL).
@@ -224,7 +225,7 @@ class EntailmentCascade:
                 EntailmentVerdict(
                     p_entail=decision.score.p_entail,
                     p_contradict=decision.score.p_contradict,
-                    label=self._label(decision.score),
+                    label=self._label(decision.score, stage),
                     decided_by=stage,
                     supporting_chunk=decision.chunk,
                     quote=quote,
@@ -261,8 +262,18 @@ class EntailmentCascade:
             for i, d in best.items()
         }
 
-    def _label(self, score: SupportScore) -> EntailmentLabel:
-        if score.p_entail >= self.entail_threshold:
+    def _label(self, score: SupportScore, stage: CheckStage) -> EntailmentLabel:
+        low, high = self.uncertain_band
+        # In a two-stage cascade the band edges are the fast checker's thresholds: a small
+        # model's P(yes) is compressed (0.5B: 0.13-0.6 on SciFact), so its "yes" is
+        # "above the band", not "above 0.5". A fast_only call in the band uses the
+        # ordinary threshold.
+        two_stage = self.strong is not None and stage is CheckStage.FAST
+        if two_stage and not low <= score.p_entail <= high:
+            entailed = score.p_entail > high
+        else:
+            entailed = score.p_entail >= self.entail_threshold
+        if entailed:
             return EntailmentLabel.ENTAILED
         if score.p_contradict is not None and score.p_contradict >= self.contradict_threshold:
             return EntailmentLabel.CONTRADICTED
