@@ -16,7 +16,7 @@ Printed: judgments/s of each, the speed-up over ``ral2m``, and how often each
 agrees with ``ral2m``'s verdict. Machines here are shared and noisy: compare
 ratios within one run, not absolute rates across runs.
 
-    .venv/bin/python bench/llm_engine.py [--items 16] [--backends transformers llamacpp]
+    .venv/bin/python bench/llm_engine.py [--items 16] [--candidates 1] [--backends ...]
 """
 
 from __future__ import annotations
@@ -42,20 +42,34 @@ DATA = (
 )
 
 
-def _items(count: int) -> list[tuple[Prompt, int]]:
+def _items(count: int, candidates: int) -> list[tuple[Prompt, int]]:
+    """``count`` judgments: each user query against ``candidates`` KB entries.
+
+    With one candidate a prompt shares only the instructions with the next; with
+    several (RAL2M judges its top-k retrieved pairs per query) the query is shared too.
+    The first candidate is the query's true FAQ entry, the others are other entries.
+    """
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
     positives = [r for r in rows if r["label"] == 1]
     negatives = [r for r in rows if r["label"] == 0]
-    chosen = [r for pair in zip(positives, negatives, strict=False) for r in pair][:count]
     template = get_prompt("matching/ral2m@1")
+    pairs: list[tuple[str, dict[str, str]]] = []  # (user query, KB entry)
+    if candidates == 1:  # the data's own pairs, positives and negatives alternating
+        chosen = [r for pair in zip(positives, negatives, strict=False) for r in pair][:count]
+        pairs = [(r["question_2"], r) for r in chosen]
+    else:
+        for index, row in enumerate(positives[: -(-count // candidates)]):
+            pairs += [
+                (row["question_2"], positives[(index + offset * 37) % len(positives)])
+                for offset in range(candidates)
+            ]
+    queries = {r["question_2"]: r["question_1"] for r in positives}
     return [
         (
-            template.render(
-                query=r["question_2"], question=r["question_1"], answer=r["q1_faq_answer"]
-            ),
-            int(r["label"]),
+            template.render(query=query, question=kb["question_1"], answer=kb["q1_faq_answer"]),
+            int(queries.get(query) == kb["question_1"]),
         )
-        for r in chosen
+        for query, kb in pairs[:count]
     ]
 
 
@@ -127,10 +141,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=16)
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument(
+        "--candidates", type=int, default=1, help="KB candidates judged per user query"
+    )
     available = ["transformers"] + (["llamacpp"] if importlib.util.find_spec("llama_cpp") else [])
     parser.add_argument("--backends", nargs="+", default=available, choices=available)
     args = parser.parse_args()
-    items = _items(args.items)
+    items = _items(args.items, args.candidates)
     for backend in args.backends:
         bench_backend(backend, items, args.batch)
 
