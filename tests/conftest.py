@@ -10,7 +10,20 @@ from tribunal.core import Settings, load_settings
 from tribunal.core.models import ModelStore, get_artifact
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# The shared data sets live beside the repository (../shared); a clone elsewhere finds
+# them through TRIBUNAL_SHARED_DIR or the workplace's fixed location.
+SHARED = next(
+    (
+        path
+        for path in (
+            Path(os.environ.get("TRIBUNAL_SHARED_DIR", REPO.parent / "shared")),
+            REPO.parent / "shared",
+            Path("/work/shared"),
+        )
+        if (path / "data").is_dir()
+    ),
+    REPO.parent / "shared",
+)
 
 
 @pytest.fixture(autouse=True)
