@@ -30,12 +30,14 @@ import datetime as dt
 import json
 import random
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ._io import read_jsonl
 
 __all__ = ["Pair", "add_arguments", "load_pairs", "run"]
 
@@ -71,13 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
 def load_pairs(
     name: str, data: Path, *, scifact_pairs: int, sick_pairs: int, seed: int
 ) -> list[Pair]:
@@ -90,7 +85,7 @@ def load_pairs(
                 row["claim"],
                 int(row["label"] == "SUPPORT"),
             )
-            for row in _read_jsonl(data / "scifact" / "nli_pairs_train.jsonl")
+            for row in read_jsonl(data / "scifact" / "nli_pairs_train.jsonl")
         ]
         count = scifact_pairs
     elif name == "sick":
@@ -101,7 +96,7 @@ def load_pairs(
                 row["sentence_B"],
                 int(row["entailment_label"] == "ENTAILMENT"),
             )
-            for row in _read_jsonl(data / "sick2014" / "test.jsonl")
+            for row in read_jsonl(data / "sick2014" / "test.jsonl")
         ]
         count = sick_pairs
     else:
@@ -122,7 +117,7 @@ def _score_stage(
 
     from ..entailment import split_premise
 
-    done = {row["id"]: row for row in _read_jsonl(cache)} if cache.exists() else {}
+    done = {row["id"]: row for row in read_jsonl(cache)} if cache.exists() else {}
     todo = [pair for pair in pairs if pair.id not in done]
     cache.parent.mkdir(parents=True, exist_ok=True)
     with (

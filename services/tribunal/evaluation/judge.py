@@ -26,12 +26,13 @@ import json
 import random
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ._io import read_jsonl
 
 __all__ = ["Item", "add_arguments", "load_items", "run"]
 
@@ -78,13 +79,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
 def load_items(
     name: str, data: Path, *, trec_pairs: int = 300, scifact_pairs: int = 0, seed: int = 13
 ) -> list[Item]:
@@ -100,12 +94,12 @@ def load_items(
                 },
                 group=str(row["doc_id"]),
             )
-            for row in _read_jsonl(data / "scifact" / "nli_pairs_train.jsonl")
+            for row in read_jsonl(data / "scifact" / "nli_pairs_train.jsonl")
         ]
         if 0 < scifact_pairs < len(items):
             items = random.Random(seed).sample(items, scifact_pairs)
     elif name == "trec-dl":
-        rows = list(_read_jsonl(data / "trec-dl-2019" / "dl19_judged_pairs.jsonl"))
+        rows = list(read_jsonl(data / "trec-dl-2019" / "dl19_judged_pairs.jsonl"))
         sample = random.Random(seed).sample(rows, min(trec_pairs, len(rows)))
         items = [
             Item(
@@ -145,7 +139,7 @@ def _judge_set(
     from tribunal.prompts import get_prompt
 
     template = get_prompt(_PROMPTS[name])
-    done = {row["id"]: row for row in _read_jsonl(cache)} if cache.exists() else {}
+    done = {row["id"]: row for row in read_jsonl(cache)} if cache.exists() else {}
     todo = [item for item in items if item.id not in done]
     cache.parent.mkdir(parents=True, exist_ok=True)
     with (
