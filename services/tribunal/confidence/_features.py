@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import InvalidArgumentError
-from ._signals import DebateOutcome, Signals
+from ._signals import SCALAR_FIELDS, DebateOutcome, Signals
 
 __all__ = ["FeatureSpace", "signal_values"]
 
@@ -45,16 +45,8 @@ _EXTRA = "extra."
 def signal_values(signals: Signals) -> dict[str, float]:
     """The present signals as ``{column name: value}`` (missing ones absent)."""
     values: dict[str, float] = {}
-    for name in (
-        "retrieval_score",
-        "dense_score",
-        "sparse_score",
-        "ensemble_p_match",
-        "entailment_p_entail",
-        "entailment_p_contradict",
-        "supporting_passages",
-        "debate_rounds",
-    ):
+    # The rank enters as its reciprocal, below.
+    for name in (f for f in SCALAR_FIELDS if f != "retrieval_rank"):
         value = getattr(signals, name)
         if value is not None:
             values[name] = float(value)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core import InvalidArgumentError
 
-__all__ = ["PROBABILITY_FIELDS", "SIGNAL_FIELDS", "DebateOutcome", "Signals"]
+__all__ = ["PROBABILITY_FIELDS", "SCALAR_FIELDS", "SIGNAL_FIELDS", "DebateOutcome", "Signals"]
 
 
 class DebateOutcome(enum.StrEnum):
@@ -42,6 +42,10 @@ SIGNAL_FIELDS: tuple[str, ...] = (
     "debate_rounds",
     "extra",
 )
+SCALAR_FIELDS: tuple[str, ...] = tuple(
+    name for name in SIGNAL_FIELDS if name not in ("judge_p_yes", "debate", "extra")
+)
+"""The optional single-number signals, in proto order."""
 PROBABILITY_FIELDS: tuple[str, ...] = (
     "ensemble_p_match",
     "entailment_p_entail",

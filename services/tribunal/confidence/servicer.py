@@ -13,23 +13,12 @@ from ..core import InvalidArgumentError, ResourceExhaustedError, Settings, Tribu
 from ..core.server import ServiceBinding, ServiceHost
 from ..v1 import common_pb2, confidence_pb2, confidence_pb2_grpc
 from ._scorer import ConfidenceScorer, ScoreResult
-from ._signals import DebateOutcome, Signals
+from ._signals import SCALAR_FIELDS, DebateOutcome, Signals
 
 __all__ = ["ConfidenceServicer", "build_host", "response_from_result", "signals_from_proto"]
 
 SERVICE_NAME = "tribunal.v1.ConfidenceService"
 
-_OPTIONAL_FIELDS = (
-    "retrieval_score",
-    "retrieval_rank",
-    "dense_score",
-    "sparse_score",
-    "ensemble_p_match",
-    "entailment_p_entail",
-    "entailment_p_contradict",
-    "supporting_passages",
-    "debate_rounds",
-)
 _DEBATE = {
     confidence_pb2.DEBATE_SIGNAL_AGREED_RELEVANT: DebateOutcome.AGREED_RELEVANT,
     confidence_pb2.DEBATE_SIGNAL_AGREED_IRRELEVANT: DebateOutcome.AGREED_IRRELEVANT,
@@ -45,7 +34,7 @@ _DECISION = {
 def signals_from_proto(message: confidence_pb2.Signals) -> Signals:
     """Unset optional fields become ``None`` (missing), never their proto default 0."""
     values: dict[str, object] = {
-        name: getattr(message, name) for name in _OPTIONAL_FIELDS if message.HasField(name)
+        name: getattr(message, name) for name in SCALAR_FIELDS if message.HasField(name)
     }
     if message.debate != confidence_pb2.DEBATE_SIGNAL_UNSPECIFIED:
         if message.debate not in _DEBATE:
