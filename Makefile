@@ -12,7 +12,7 @@ export RAY_TMPDIR ?= $(CURDIR)/.build/ray
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
 .DEFAULT_GOAL := help
-.PHONY: help install models demo test test-fast lint format protos protos-check bench clean
+.PHONY: help install models demo test test-fast lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -28,9 +28,9 @@ install: $(BIN)/.installed ## create .venv and install Tribunal with its dev too
 models: install ## install the profile's offline model weights (PROFILE=tiny), verified by sha256
 	$(BIN)/tribunal models install --profile $(PROFILE)
 
-demo: models ## the main job: install everything, fetch the tiny models, load and probe them
+demo: models ## the main job: install, fetch the models, build the COVID FAQ KB, start the stack, answer
 	$(BIN)/tribunal models list --profile $(PROFILE)
-	$(BIN)/tribunal models check --profile $(PROFILE)
+	$(BIN)/tribunal demo --profile $(PROFILE)
 
 test: models ## run the test suite (real models, real gRPC servers, PostgreSQL at 127.0.0.1)
 	$(BIN)/pytest -q
@@ -39,14 +39,14 @@ test-fast: install ## tests that need no model weights
 	$(BIN)/pytest -q -m "not models"
 
 lint: install ## ruff (lint + format check), mypy on services/, buf lint on protos/
-	$(BIN)/ruff check services tests bench
-	$(BIN)/ruff format --check services tests bench
+	$(BIN)/ruff check services tests bench loadtest
+	$(BIN)/ruff format --check services tests bench loadtest
 	$(BIN)/mypy services
 	cd protos && ../$(BIN)/buf lint
 
 format: install ## apply ruff fixes and formatting
-	$(BIN)/ruff check --fix services tests bench
-	$(BIN)/ruff format services tests bench
+	$(BIN)/ruff check --fix services tests bench loadtest
+	$(BIN)/ruff format services tests bench loadtest
 
 protos: install ## regenerate services/tribunal/v1 from protos/ (commit the result)
 	$(BIN)/python -m tribunal.protogen services
@@ -56,6 +56,54 @@ protos-check: install ## fail if the committed stubs differ from a fresh generat
 
 bench: install ## benchmarks: ratios measured side by side in one run
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# The whole stack on a local Ray Serve: `tribunal serve deploy` runs in the background
+# (pid in .build/serve/pid, log in .build/serve/log) and owns its Ray, so serve-stop
+# ends exactly that cluster (never `ray stop`, which would end every Ray on the machine).
+SERVE_DIR ?= .build/serve
+SERVE_ARGS ?= --set llm.n_threads=1
+RAY_AUTH ?= disabled
+SERVE_WAIT ?= 900
+
+serve: install ## run every service on a local Ray Serve (gRPC proxy 127.0.0.1:9000, metadata application: gateway)
+	@mkdir -p $(SERVE_DIR)
+	@if [ -f $(SERVE_DIR)/pid ] && kill -0 $$(cat $(SERVE_DIR)/pid) 2>/dev/null; then \
+	  echo "already running (pid $$(cat $(SERVE_DIR)/pid)): make serve-stop first"; exit 1; fi
+	$(BIN)/tribunal serve config --profile $(PROFILE) -o $(SERVE_DIR)/serve.yaml $(SERVE_ARGS)
+	rm -f $(SERVE_DIR)/ready.json
+	nohup $(BIN)/tribunal --log-level INFO serve deploy --config $(SERVE_DIR)/serve.yaml \
+	  --ray-auth $(RAY_AUTH) --ready-file $(SERVE_DIR)/ready.json > $(SERVE_DIR)/log 2>&1 & \
+	  echo $$! > $(SERVE_DIR)/pid
+	@echo "deploying (pid $$(cat $(SERVE_DIR)/pid), log $(SERVE_DIR)/log) ..."
+	@for i in $$(seq 1 $(SERVE_WAIT)); do \
+	  if [ -f $(SERVE_DIR)/ready.json ]; then head -c 400 $(SERVE_DIR)/ready.json; echo; exit 0; fi; \
+	  if ! kill -0 $$(cat $(SERVE_DIR)/pid) 2>/dev/null; then \
+	    echo "tribunal serve deploy exited: $(SERVE_DIR)/log"; tail -n 20 $(SERVE_DIR)/log; \
+	    rm -f $(SERVE_DIR)/pid; exit 1; fi; \
+	  sleep 1; done; echo "not running after $(SERVE_WAIT) s: $(SERVE_DIR)/log"; exit 1
+
+serve-stop: ## stop what `make serve` started (Serve, then its own Ray)
+	@if [ ! -f $(SERVE_DIR)/pid ]; then echo "nothing to stop ($(SERVE_DIR)/pid is absent)"; exit 0; fi
+	@pid=$$(cat $(SERVE_DIR)/pid); kill -TERM $$pid 2>/dev/null || true; \
+	  for i in $$(seq 1 90); do kill -0 $$pid 2>/dev/null || break; sleep 1; done; \
+	  if kill -0 $$pid 2>/dev/null; then echo "pid $$pid still running after 90 s"; exit 1; fi; \
+	  rm -f $(SERVE_DIR)/pid $(SERVE_DIR)/ready.json; echo "stopped (pid $$pid)"
+
+# checkov pins packaging 23.2, networkx 2.6.3 and python-dateutil 2.9, older than the
+# project's stack (torch, ray): it gets its own venv rather than downgrading .venv. The
+# venv lives in the user cache (like the models), so a fresh clone reuses it: installing
+# it takes minutes, the checks themselves ~25 s.
+CHECKOV_VENV ?= $(HOME)/.cache/tribunal/checkov-3.3.30
+$(CHECKOV_VENV)/bin/checkov:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet checkov==3.3.30
+
+k8s-check: install $(CHECKOV_VENV)/bin/checkov ## offline checks of charts/ and k8s/ (K8S_VALUES=more values files)
+	$(BIN)/python -m tribunal.ops.k8s_check --checkov $(CHECKOV_VENV)/bin/checkov \
+	  $(foreach file,$(K8S_VALUES),--values $(file))
+
+k8s-manifests: install ## regenerate k8s/ (kustomize base + overlays) from charts/tribunal
+	$(BIN)/python -m tribunal.ops.k8s_check --write-manifests
 
 clean: ## remove build outputs (not the model cache)
 	rm -rf .build .pytest_cache .mypy_cache .ruff_cache

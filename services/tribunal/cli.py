@@ -7,11 +7,15 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
+from .commands import audit as audit_commands
 from .commands import confidence as confidence_commands
 from .commands import config as config_commands
+from .commands import demo as demo_commands
+from .commands import ensemble as ensemble_commands
 from .commands import evaluate as eval_commands
 from .commands import kb as kb_commands
 from .commands import models as models_commands
+from .commands import ops as ops_commands
 from .commands import serve as serve_commands
 from .core import TribunalError, configure_logging
 
@@ -32,6 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     for area in (models_commands, config_commands, serve_commands, eval_commands, kb_commands):
         area.register(sub)
     confidence_commands.register(sub)
+    audit_commands.register(sub)
+    demo_commands.register(sub)
+    ensemble_commands.register(sub)
+    ops_commands.register(sub)
     return parser
 
 

@@ -37,3 +37,30 @@ def local_ray(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     finally:
         serve.shutdown()
         ray.shutdown()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database at 127.0.0.1:5432 for one test, dropped after."""
+    import uuid
+
+    import psycopg
+
+    name = f"tribunal_test_{uuid.uuid4().hex[:12]}"
+    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
+    """The same test on SQLite (the embedded default) and on a real PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/tribunal.db"
+    url: str = request.getfixturevalue("postgres_url")
+    return url

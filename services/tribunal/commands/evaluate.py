@@ -15,6 +15,10 @@ __all__ = ["EVALUATIONS", "register"]
 
 # name -> (module, one-line help); each issue adds its evaluation.
 EVALUATIONS: dict[str, tuple[str, str]] = {
+    "debate": (
+        "tribunal.evaluation.debate",
+        "DREAM debate vs single judge on TREC DL: bAcc on non-escalated, escalation, cost, swap",
+    ),
     "entailment": (
         "tribunal.evaluation.entailment",
         "entailment cascade on SciFact and SICK: stage 1, stage 2, cascade (bAcc, AUROC, cost)",

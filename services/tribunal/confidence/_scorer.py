@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core import ConfigError, InvalidArgumentError, TribunalError
+from ..core._artifacts import resolve_artifact
 from ._artifact import CalibratorArtifact
 from ._signals import Signals
 from ._threshold import Decision, decide
@@ -23,12 +24,10 @@ log = logging.getLogger(__name__)
 
 
 def default_artifact_path(settings: Settings) -> Path:
-    """``confidence.artifact_path``, or ``<data_dir>/confidence/calibrator.json``."""
-    configured = settings.confidence.artifact_path
-    return (
-        configured.expanduser()
-        if configured
-        else settings.data_dir / "confidence" / "calibrator.json"
+    """``confidence.artifact_path``; else ``<data_dir>/confidence/calibrator.json`` when it
+    exists; else the calibrator shipped for the profile (:func:`resolve_artifact`)."""
+    return resolve_artifact(
+        settings, settings.confidence.artifact_path, "confidence/calibrator.json"
     )
 
 

@@ -1,100 +1,65 @@
-"""Ray Serve application of the confidence service (HTTP JSON ingress + deployment handle).
+"""The confidence service as a Ray Serve application.
 
-``serve run tribunal.confidence.app:build_app profile=tiny`` serves
-``POST /`` with ``{"signals": {...}, "alpha": 0.05}`` or ``{"items": [...]}``;
-other deployments call :meth:`ConfidenceDeployment.score` through a handle.
-Scoring is cheap arithmetic on a loaded artifact, so one replica needs a
-fraction of a CPU; replicas and resources are the Ray deployment issue's to tune.
+One deployment wraps a :class:`ConfidenceScorer` on the calibrator artifact the
+settings name (configured path → ``data_dir`` → the artifact shipped for the
+profile). Its proto-named methods ``Score`` / ``BatchScore`` take and return the
+``tribunal.v1`` messages, as Serve's gRPC proxy and the gateway's
+``DeploymentHandle`` calls require, and translate with the plain gRPC
+servicer's own code, so both answer alike (errors keep their status code through
+the proxy). Scoring is arithmetic on a loaded artifact: no model call to batch,
+so no ``@serve.batch``; a replica needs a fraction of a CPU
+(``confidence.deployment``).
+
+    serve.run(build_app(load_settings()), name="confidence", route_prefix=None)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 from ray import serve
 from ray.serve import Application
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 
-from ..core import (
-    ErrorCode,
-    InvalidArgumentError,
-    ResourceExhaustedError,
-    TribunalError,
-    load_settings,
-)
-from ._artifact import json_ready
-from ._scorer import ConfidenceScorer, ScoreResult
-from ._signals import Signals
+from ..core import Settings
+from ..deploy import grpc_status
+from ..v1 import confidence_pb2
+from ._scorer import ConfidenceScorer
+from .servicer import ConfidenceServicer
 
 __all__ = ["ConfidenceDeployment", "build_app"]
 
-_HTTP_STATUS = {
-    ErrorCode.INVALID_ARGUMENT: 400,
-    ErrorCode.NOT_FOUND: 404,
-    ErrorCode.FAILED_PRECONDITION: 412,
-    ErrorCode.RESOURCE_EXHAUSTED: 413,
-    ErrorCode.UNAVAILABLE: 503,
-}
 
-
-def _result(result: ScoreResult) -> dict[str, Any]:
-    # An infinite threshold (none qualified) becomes null: JSON has no infinity.
-    document: dict[str, Any] = json_ready({**asdict(result), "decision": result.decision.value})
-    return document
-
-
-@serve.deployment(name="confidence", ray_actor_options={"num_cpus": 0.25})
+@serve.deployment(name="confidence")
 class ConfidenceDeployment:
-    """Loads the calibrator artifact named by the profile's settings, then scores."""
+    """A replica: the calibrator artifact loaded once, then ``Score`` / ``BatchScore``.
 
-    def __init__(self, profile: str | None = None) -> None:
-        settings = load_settings(profile)
-        self.batch_max_items = settings.confidence.batch_max_items
-        self.scorer = ConfidenceScorer.from_settings(settings)
+    Args:
+        settings_data: ``Settings.model_dump(mode="json")`` of the driver.
+    """
 
-    def score(self, signals: Mapping[str, Any], alpha: float | None = None) -> dict[str, Any]:
-        """Score one candidate given as a JSON object of proto field names."""
-        return _result(self.scorer.score(Signals.from_mapping(signals), alpha))
+    def __init__(self, settings_data: dict[str, Any]) -> None:
+        settings = Settings(**settings_data)
+        self.servicer = ConfidenceServicer(settings.confidence.batch_max_items)
+        self.servicer.scorer = ConfidenceScorer.from_settings(settings)
+        self.calibrator_version = self.servicer.scorer.artifact.version
 
-    def batch_score(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Score ``[{"signals": {...}, "alpha": ...}, ...]`` in order."""
-        if len(items) > self.batch_max_items:
-            raise ResourceExhaustedError(
-                f"batch of {len(items)} items; at most {self.batch_max_items} per call"
-            )
-        parsed = []
-        for i, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise InvalidArgumentError("each item must be a JSON object", field=f"items[{i}]")
-            try:
-                parsed.append((Signals.from_mapping(item.get("signals", {})), item.get("alpha")))
-            except TribunalError as exc:
-                raise InvalidArgumentError(exc.message, field=f"items[{i}].{exc.field}") from None
-        results = self.scorer.score_many([s for s, _ in parsed], [a for _, a in parsed])
-        return [_result(r) for r in results]
+    async def Score(
+        self, request: confidence_pb2.ScoreRequest, grpc_context: Any = None
+    ) -> confidence_pb2.ScoreResponse:
+        with grpc_status(grpc_context):
+            return self.servicer.Score(request, grpc_context)
 
-    async def __call__(self, request: Request) -> JSONResponse:
-        try:
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise InvalidArgumentError("the body must be a JSON object", field="body")
-            if "items" in body:
-                return JSONResponse({"results": self.batch_score(body["items"])})
-            return JSONResponse(self.score(body.get("signals", {}), body.get("alpha")))
-        except TribunalError as exc:
-            status = _HTTP_STATUS.get(exc.code, 500)
-            message = exc.message if status != 500 else "internal error"
-            return JSONResponse({"error": message, "field": exc.field}, status_code=status)
-        except ValueError:
-            return JSONResponse({"error": "the body is not JSON"}, status_code=400)
+    async def BatchScore(
+        self, request: confidence_pb2.BatchScoreRequest, grpc_context: Any = None
+    ) -> confidence_pb2.BatchScoreResponse:
+        with grpc_status(grpc_context):
+            return self.servicer.BatchScore(request, grpc_context)
 
 
-def build_app(args: Mapping[str, str] | None = None) -> Application:
-    """``serve run`` entry point; ``profile=NAME`` picks the settings profile."""
-    # serve.deployment turned the class into a Deployment; its stubs keep the class type.
-    deployment: Any = ConfidenceDeployment
-    application: Application = deployment.bind((args or {}).get("profile"))
-    return application
+def build_app(settings: Settings) -> Application:
+    """The confidence application, configured from ``settings.confidence.deployment``."""
+    deployment = cast(Any, ConfidenceDeployment).options(
+        **settings.confidence.deployment.ray_options()
+    )
+    app: Application = deployment.bind(settings.model_dump(mode="json"))
+    return app

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -29,7 +29,9 @@ from .models._catalog import CATALOG
 
 __all__ = [
     "ConfidenceSettings",
+    "DebateSettings",
     "DeploymentSettings",
+    "EnsembleSettings",
     "EntailmentSettings",
     "LLMSettings",
     "ModelSpec",
@@ -118,6 +120,24 @@ class ServerSettings(_Strict):
     """On SIGTERM: how long in-flight calls may finish."""
     metrics_port: int | None = Field(9464, ge=0, le=65535)
     """Port of the Prometheus ``/metrics`` endpoint; null disables it, 0 picks a free one."""
+    auth_token: SecretStr | None = None
+    """Bearer token every call must carry (``authorization: Bearer …``); health and
+    reflection stay open. The gateway sends it to remote stages too
+    (``TRIBUNAL_SERVER__AUTH_TOKEN``, from a Kubernetes Secret)."""
+    tls_cert_file: Path | None = None
+    """PEM certificate chain: serve TLS instead of plaintext (with ``tls_key_file``)."""
+    tls_key_file: Path | None = None
+    """PEM private key of ``tls_cert_file``."""
+    tls_client_ca_file: Path | None = None
+    """PEM CA bundle: when set, clients must present a certificate it signed (mTLS)."""
+
+    @model_validator(mode="after")
+    def _tls_complete(self) -> ServerSettings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("server.tls_cert_file and server.tls_key_file go together")
+        if self.tls_client_ca_file is not None and self.tls_cert_file is None:
+            raise ValueError("server.tls_client_ca_file needs tls_cert_file and tls_key_file")
+        return self
 
 
 class DeploymentSettings(_Strict):
@@ -258,6 +278,65 @@ class EntailmentSettings(_Strict):
         return self
 
 
+class DebateSettings(_Strict):
+    """Knobs of the DREAM debate service (two agents, R rounds, escalation)."""
+
+    max_rounds: int = Field(2, ge=1, le=5)
+    """Rounds without agreement before a debate escalates (DREAM's R; requests may ask 1..5)."""
+    adjudicate: bool = False
+    """After R rounds without agreement, let the LLM adjudicator (role ``adjudicator``)
+    decide instead of escalating to humans; a request may override it."""
+    swap_stance_order: bool = False
+    """Default speaking order: B (irrelevant) first and the models of A and B swapped."""
+    require_answers: bool = False
+    """Refuse items without reference answers; otherwise the query is its own answer set."""
+    max_new_tokens: int = Field(160, ge=8, le=4096)
+    """Bound on one turn's JSON (~50 tokens when the agent keeps to the asked lengths); at
+    96 the 0.5B model's verbose turns were cut off, and a cut turn costs a retry."""
+    json_retries: int = Field(2, ge=0, le=10)
+    """Retries of a malformed turn before it is recorded as a failure (never as a label)."""
+    max_items: int = Field(64, ge=1, le=100_000)
+    """Most items in one ``BatchAssess``."""
+    max_query_chars: int = Field(2_000, ge=1, le=1_000_000)
+    """Longest query accepted."""
+    max_chunk_chars: int = Field(8_000, ge=1, le=10_000_000)
+    """Longest chunk accepted (the prompt template cuts what does not fit the model)."""
+    max_answers: int = Field(16, ge=1, le=10_000)
+    """Most reference answers per item."""
+    deployment: DeploymentSettings = DeploymentSettings(max_batch_size=8)
+    """Ray Serve deployment options (single items are batched up to ``max_batch_size``)."""
+
+
+class EnsembleSettings(_Strict):
+    """Knobs of the ensemble matching service (LLM judges + a trained aggregator)."""
+
+    prompts: tuple[str, ...] = Field(
+        ("matching/ral2m@1", "matching/ral2m-augmented@1"), min_length=1
+    )
+    """Judge prompt ids; every ``roles.judges`` model runs each (judge ``model/prompt``)."""
+    judges: tuple[str, ...] | None = None
+    """Only these judge names (``llm_tiny/ral2m``, ...); None: every model x prompt. A
+    trained artifact overrides this with the judges it was trained on."""
+    artifact_path: Path | None = None
+    """Trained aggregator artifact (a folder); None: ``data_dir/ensemble/artifact``."""
+    aggregator: Literal["majority", "weighted", "neural", "latent"] = "majority"
+    """Aggregator the service answers with; ``majority`` also runs without an artifact (at
+    ``vote_threshold``; with one, at its fitted per-judge thresholds). The trained ones
+    need the artifact; see docs/results.md for which one wins on how much data."""
+    vote_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    """P(yes) at or above which a judge votes yes when no artifact sets its threshold."""
+    answer_max_chars: int = Field(600, ge=50, le=1_000_000)
+    """KB answers are cut to this many characters before judging (bounds the prompt cost)."""
+    chunk_max_chars: int = Field(300, ge=50, le=1_000_000)
+    """The supporting chunk the augmented judges see is cut to this many characters."""
+    max_query_chars: int = Field(2_000, ge=1, le=1_000_000)
+    """Longest query accepted."""
+    max_items: int = Field(64, ge=1, le=100_000)
+    """Most pairs in one ``BatchMatch``."""
+    deployment: DeploymentSettings = DeploymentSettings(max_batch_size=8)
+    """Ray Serve deployment options (single pairs are batched up to ``max_batch_size``)."""
+
+
 class LLMSettings(_Strict):
     """The LLM engine (:mod:`tribunal.core.llm`): limits, batching, caches, backends."""
 
@@ -328,6 +407,88 @@ class ConfidenceSettings(_Strict):
     """Seed of the stratified split."""
     batch_max_items: int = Field(1_000, ge=1, le=1_000_000)
     """Most items in one ``BatchScore``."""
+    deployment: DeploymentSettings = DeploymentSettings(num_cpus=0.25)
+    """Ray Serve deployment options (arithmetic on a loaded artifact: a fraction of a CPU)."""
+
+
+class GatewaySettings(_Strict):
+    """How the gateway finds the stages, splits deadlines, and decides when unsure."""
+
+    discovery: Literal["in-process", "grpc", "ray"] = "in-process"
+    """``in-process``: every stage is served inside the gateway's process (the embedded
+    default); ``grpc``: stages at ``addresses``; ``ray``: Serve applications by name."""
+    addresses: dict[str, str] = Field(default_factory=dict)
+    """``grpc`` discovery: stage name -> ``host:port`` (retrieval, ensemble, entailment,
+    confidence, debate)."""
+    stage_tls_ca_file: Path | None = None
+    """``grpc`` discovery: PEM CA bundle; when set, stages are dialled over TLS. The
+    bearer token sent to them is ``server.auth_token``."""
+    ray_apps: dict[str, str] = Field(default_factory=dict)
+    """``ray`` discovery: stage name -> Serve application name (default: the stage name)."""
+    collection: str = Field("default", min_length=1)
+    """KB collection searched when a request names none."""
+    top_k: int = Field(5, ge=1, le=100)
+    """Candidates retrieved per query."""
+    candidates: int = Field(2, ge=1, le=20)
+    """How many of the top candidates are verified (ensemble + entailment)."""
+    deadline_s: float = Field(120.0, gt=0.0, le=3600.0)
+    """Budget of a request whose caller set no deadline."""
+    stage_timeout_s: dict[str, float] = Field(
+        default_factory=lambda: {
+            "retrieval": 10.0,
+            "ensemble": 90.0,
+            "entailment": 90.0,
+            "confidence": 10.0,
+            "debate": 300.0,
+        }
+    )
+    """Cap on one stage call, whatever the remaining deadline."""
+    stage_share: dict[str, float] = Field(
+        default_factory=lambda: {"retrieval": 0.1, "verify": 0.75, "confidence": 0.15}
+    )
+    """How the remaining deadline is split between the stages still to run."""
+    retries: int = Field(2, ge=0, le=10)
+    """Retries of a stage call that failed UNAVAILABLE (and only then)."""
+    retry_backoff_s: float = Field(0.1, ge=0.0, le=10.0)
+    """First retry delay; doubles each retry."""
+    fallback_answer: str = Field(
+        "I can't answer that from the verified knowledge base. "
+        "Please contact support or rephrase your question.",
+        min_length=1,
+    )
+    """Returned whenever the gateway does not ACCEPT."""
+    escalate_to: Literal["none", "human"] = "none"
+    """Where an ESCALATE decision of ``Answer`` goes (``human``: the escalation queue)."""
+    label_mode: Literal["cascade", "debate", "judge"] = "cascade"
+    """``Label`` mode when the request leaves it unspecified."""
+    label_relevant_at: float = Field(0.8, ge=0.0, le=1.0)
+    """Cascade: judges' P(relevant) at or above this labels RELEVANT without a debate."""
+    label_irrelevant_at: float = Field(0.2, ge=0.0, le=1.0)
+    """Cascade: at or below this labels IRRELEVANT without a debate."""
+    label_max_rounds: int = Field(0, ge=0, le=5)
+    """Debate rounds for ``Label``; 0: the debate service's default."""
+    max_query_chars: int = Field(2_000, ge=1, le=1_000_000)
+    """Longest query accepted."""
+    max_chunk_chars: int = Field(20_000, ge=1, le=10_000_000)
+    """Longest chunk ``Label`` accepts."""
+    batch_max_items: int = Field(256, ge=1, le=100_000)
+    """Most items in one ``BatchLabel``."""
+    audit: bool = True
+    """Write every decision to the audit store (``database_url``)."""
+    deployment: DeploymentSettings = DeploymentSettings()
+    """Ray Serve options of the gateway deployment."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GatewaySettings:
+        if self.label_irrelevant_at >= self.label_relevant_at:
+            raise ValueError("gateway.label_irrelevant_at must be < gateway.label_relevant_at")
+        for name in self.stage_share:
+            if name not in ("retrieval", "verify", "confidence", "debate"):
+                raise ValueError(
+                    f"gateway.stage_share has unknown stage {name!r} "
+                    "(retrieval, verify, confidence, debate)"
+                )
+        return self
 
 
 class Settings(BaseSettings):
@@ -369,6 +530,12 @@ class Settings(BaseSettings):
     """Confidence service knobs (``TRIBUNAL_CONFIDENCE__ALPHA=0.01``)."""
     entailment: EntailmentSettings = EntailmentSettings()
     """Entailment cascade knobs (``TRIBUNAL_ENTAILMENT__UNCERTAIN_LOW=0.3``)."""
+    gateway: GatewaySettings = GatewaySettings()
+    """Gateway knobs (``TRIBUNAL_GATEWAY__DISCOVERY=grpc``)."""
+    debate: DebateSettings = DebateSettings()
+    """Debate service knobs (``TRIBUNAL_DEBATE__MAX_ROUNDS=3``)."""
+    ensemble: EnsembleSettings = EnsembleSettings()
+    """Ensemble matching knobs (``TRIBUNAL_ENSEMBLE__AGGREGATOR=majority``)."""
 
     @model_validator(mode="after")
     def _resolve(self) -> Settings:

@@ -11,11 +11,12 @@ policy (:class:`PromptTemplate`).
     engine.p_yes([prompt])
 """
 
-from . import entailment, matching, relevance
+from . import debate, entailment, matching, relevance
 from ._template import PromptTemplate, get_prompt, list_prompts, register
 
 __all__ = [
     "PromptTemplate",
+    "debate",
     "entailment",
     "get_prompt",
     "list_prompts",

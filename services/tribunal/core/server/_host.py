@@ -22,6 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from .._settings import ServerSettings
+from ._auth import BearerTokenInterceptor
 from ._interceptor import ServerInterceptor
 from ._metrics import SERVICE_READY, start_metrics_server
 
@@ -50,6 +51,7 @@ class ServiceHost:
         loader: Loads the models; runs in a background thread after the port
             is bound. Health turns SERVING only when it returns. If it raises,
             health stays NOT_SERVING and :meth:`run` exits with the error.
+        on_stop: Runs after the server stopped (closes what the loader opened).
     """
 
     def __init__(
@@ -59,8 +61,10 @@ class ServiceHost:
         name: str,
         bindings: Sequence[ServiceBinding],
         loader: Callable[[], None] | None = None,
+        on_stop: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
+        self.on_stop = on_stop
         self.name = name
         self.bindings = tuple(bindings)
         self.loader = loader
@@ -81,11 +85,16 @@ class ServiceHost:
     def start(self) -> int:
         """Bind, start serving health/reflection, start loading models; returns the port."""
         limit = self.settings.max_message_bytes
+        interceptors: list[grpc.ServerInterceptor] = []  # type: ignore[type-arg]
+        if self.settings.auth_token is not None:
+            token = self.settings.auth_token.get_secret_value()
+            interceptors.append(BearerTokenInterceptor(self.name, token))
+        interceptors.append(ServerInterceptor(self.name, self._ready.is_set))
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=self.settings.max_workers, thread_name_prefix=f"grpc-{self.name}"
             ),
-            interceptors=[ServerInterceptor(self.name, self._ready.is_set)],
+            interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
@@ -106,7 +115,12 @@ class ServiceHost:
         )
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         address = f"{self.settings.host}:{self.settings.port}"
-        port = server.add_insecure_port(address)
+        credentials = self._credentials()
+        port = (
+            server.add_secure_port(address, credentials)
+            if credentials is not None
+            else server.add_insecure_port(address)
+        )
         if port == 0:
             raise OSError(f"cannot bind gRPC port {address}")
         server.start()
@@ -119,6 +133,22 @@ class ServiceHost:
         )
         threading.Thread(target=self._load, name=f"load-{self.name}", daemon=True).start()
         return port
+
+    def _credentials(self) -> grpc.ServerCredentials | None:
+        """TLS (or mTLS with a client CA) when the settings name a certificate."""
+        settings = self.settings
+        if settings.tls_cert_file is None or settings.tls_key_file is None:
+            return None
+        client_ca = (
+            settings.tls_client_ca_file.read_bytes()
+            if settings.tls_client_ca_file is not None
+            else None
+        )
+        return grpc.ssl_server_credentials(
+            [(settings.tls_key_file.read_bytes(), settings.tls_cert_file.read_bytes())],
+            root_certificates=client_ca,
+            require_client_auth=client_ca is not None,
+        )
 
     def wait_until_ready(self, timeout: float | None = None) -> bool:
         """Block until loading finished; True if the service is ready."""
@@ -135,6 +165,8 @@ class ServiceHost:
         self._health.enter_graceful_shutdown()
         grace = self.settings.grace_seconds if grace is None else grace
         self._server.stop(grace).wait()
+        if self.on_stop is not None:
+            self.on_stop()
         log.info("grpc server stopped", extra={"service": self.name})
 
     def run(self) -> None:

@@ -1,0 +1,123 @@
+"""``tribunal serve config`` and ``tribunal serve deploy``: the stack on Ray Serve.
+
+``config`` writes the Serve config of a profile (validated by Serve's schema);
+``deploy`` starts a local single-node Ray with Serve's gRPC proxy, applies a
+config, waits until every application runs, prints the endpoint and the
+deployment's memory, then serves until SIGTERM/SIGINT, when it shuts Serve and
+Ray down (``make serve`` / ``make serve-stop`` run it in the background).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core import InvalidArgumentError, load_settings
+
+__all__ = ["deploy_command", "parse_overrides", "write_config"]
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["llm.n_threads=1", "gateway.top_k=3"]`` -> nested overrides (values read as YAML)."""
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(
+                f"--set {pair!r}: write KEY=VALUE with a dotted key, e.g. llm.n_threads=1",
+                field="set",
+            )
+        node = overrides
+        *parents, leaf = key.strip().split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise InvalidArgumentError(f"--set {pair!r} conflicts with another --set")
+        node[leaf] = yaml.safe_load(raw)
+    return overrides
+
+
+def write_config(args: argparse.Namespace) -> int:
+    from ..deploy import APPLICATIONS, serve_config, validate_serve_config
+
+    overrides = parse_overrides(args.set)
+    settings = load_settings(args.profile, **overrides)
+    apps = tuple(args.apps.split(",")) if args.apps else APPLICATIONS
+    config = serve_config(
+        settings,
+        grpc_port=args.grpc_port,
+        http_port=args.http_port,
+        overrides=overrides,
+        apps=apps,
+    )
+    validate_serve_config(config)
+    text = (
+        f"# Ray Serve config of profile {settings.profile!r} (tribunal serve config); "
+        "validated with ray.serve.schema.ServeDeploySchema.\n"
+        "# Clients: Serve's gRPC proxy on grpc_options.port, metadata application: gateway.\n"
+        + yaml.safe_dump(config, sort_keys=False)
+    )
+    if args.output is None or str(args.output) == "-":
+        sys.stdout.write(text)
+    else:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+        print(f"wrote {args.output} ({len(config['applications'])} applications)")
+    return 0
+
+
+def deploy_command(args: argparse.Namespace) -> int:
+    from ray import serve
+
+    from ..deploy import deploy, ray_memory, start_local, validate_serve_config, wait_running
+
+    if args.config is None:
+        raise InvalidArgumentError(
+            "tribunal serve deploy needs --config serve.yaml (write one with tribunal serve "
+            "config -o serve.yaml)",
+            field="config",
+        )
+    config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
+    validate_serve_config(config)
+    temp_dir = Path(args.temp_dir or os.environ.get("RAY_TMPDIR") or ".build/ray")
+    env = {k: v for k, v in os.environ.items() if k.startswith("TRIBUNAL_")}
+    started = start_local(
+        config, temp_dir=temp_dir, num_cpus=args.num_cpus, auth=args.ray_auth, env_vars=env
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        deploy(config)
+        apps = [app["name"] for app in config["applications"]]
+        wait_running(apps, timeout_s=args.timeout)
+        memory = ray_memory()
+        summary = {
+            "grpc": f"127.0.0.1:{started.grpc_port}",
+            "applications": apps,
+            "ray_auth": started.auth,
+            "temp_dir": str(started.temp_dir),
+            "memory_pss_mib": round(memory["total_pss_mib"]),
+            "memory_rss_mib": round(memory["total_rss_mib"]),
+        }
+        print(json.dumps(summary), flush=True)
+        if args.ready_file is not None:
+            args.ready_file.parent.mkdir(parents=True, exist_ok=True)
+            args.ready_file.write_text(json.dumps({**summary, "memory": memory}, indent=2))
+        stop.wait()
+    finally:
+        if args.ready_file is not None:
+            args.ready_file.unlink(missing_ok=True)
+        serve.shutdown()  # type: ignore[no-untyped-call]
+        import ray
+
+        ray.shutdown()
+    return 0

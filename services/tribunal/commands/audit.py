@@ -1,0 +1,139 @@
+"""``tribunal audit list|show|stats|escalations``: read the gateway's decisions.
+
+Reads ``database_url`` (SQLite in ``data_dir`` by default; ``TRIBUNAL_DATABASE_URL``
+for PostgreSQL). Read-only: the audit table refuses updates and deletes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+from typing import Any
+
+from ..core import InvalidArgumentError, load_settings
+from ..core.storage import Database, DecisionRecord
+
+__all__ = ["parse_since", "register"]
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_since(value: str) -> dt.datetime:
+    """``30m``, ``2h``, ``7d`` ago, or an ISO-8601 timestamp (UTC if no zone)."""
+    match = _DURATION.match(value.strip())
+    if match:
+        delta = dt.timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        return dt.datetime.now(dt.UTC) - delta
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"--since {value!r}: use a duration like 30m, 2h, 7d or an ISO timestamp",
+            field="since",
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("audit", help="query the gateway's audit trail and escalation queue")
+    parser.add_argument("--profile", default=None, help="profile name or YAML path")
+    parser.add_argument("--database-url", default=None, help="default: settings.database_url")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    listing = actions.add_parser("list", help="recent decisions, newest first")
+    listing.add_argument("--kind", choices=("answer", "label"), default=None)
+    listing.add_argument("--decision", default=None, help="e.g. ACCEPT, FALLBACK, RELEVANT")
+    listing.add_argument("--since", default=None, help="30m, 2h, 7d or ISO time")
+    listing.add_argument("--query", default=None, help="only queries containing this text")
+    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.set_defaults(func=_list)
+
+    show = actions.add_parser("show", help="one decision with its signals and versions (JSON)")
+    show.add_argument("audit_id")
+    show.set_defaults(func=_show)
+
+    stats = actions.add_parser("stats", help="decision counts by kind, decision and reason")
+    stats.add_argument("--since", default=None, help="30m, 2h, 7d or ISO time")
+    stats.set_defaults(func=_stats)
+
+    queue = actions.add_parser("escalations", help="items waiting for human review")
+    queue.add_argument("--status", default="open", help="open (default), or '' for all")
+    queue.add_argument("--limit", type=int, default=50)
+    queue.set_defaults(func=_escalations)
+
+
+def _database(args: argparse.Namespace) -> Database:
+    url = args.database_url or load_settings(args.profile).database_url
+    return Database(url)
+
+
+def _list(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise InvalidArgumentError("--limit must be >= 1", field="limit")
+    records = _database(args).decisions(
+        kind=args.kind,
+        decision=args.decision,
+        since=parse_since(args.since) if args.since else None,
+        query_contains=args.query,
+        limit=args.limit,
+    )
+    if args.json:
+        for record in records:
+            print(json.dumps(record.to_json()))
+        return 0
+    header = f"{'time (UTC)':19}  {'kind':6}  {'decision':10}  {'reason':16}  {'conf':>5}"
+    print(f"{header}  {'ms':>7}  query")
+    for record in records:
+        print(_row(record))
+    return 0
+
+
+def _row(record: DecisionRecord) -> str:
+    when = record.created_at.strftime("%Y-%m-%d %H:%M:%S") if record.created_at else "-"
+    confidence = f"{record.confidence:.2f}" if record.confidence is not None else "-"
+    query = record.query if len(record.query) <= 60 else record.query[:57] + "..."
+    return (
+        f"{when:19}  {record.kind:6}  {record.decision:10}  {record.reason or '-':16}  "
+        f"{confidence:>5}  {record.total_ms:7.0f}  {query}  [{record.id}]"
+    )
+
+
+def _show(args: argparse.Namespace) -> int:
+    print(json.dumps(_database(args).decision(args.audit_id).to_json(), indent=2))
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    counts = _database(args).decision_counts(since=parse_since(args.since) if args.since else None)
+    summary: dict[str, Any] = {}
+    for kind, by_decision in sorted(counts.items()):
+        total = sum(by_decision.values())
+        summary[kind] = {
+            "total": total,
+            "counts": dict(sorted(by_decision.items())),
+            "shares": {k: round(v / total, 4) for k, v in sorted(by_decision.items())},
+        }
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _escalations(args: argparse.Namespace) -> int:
+    for record in _database(args).escalations(status=args.status or None, limit=args.limit):
+        print(
+            json.dumps(
+                {
+                    "id": record.id,
+                    "created_at": record.created_at.isoformat() if record.created_at else None,
+                    "item_id": record.item_id,
+                    "reason": record.reason,
+                    "query": record.query,
+                    "audit_id": record.audit_id,
+                    "status": record.status,
+                }
+            )
+        )
+    return 0

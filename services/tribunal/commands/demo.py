@@ -1,0 +1,261 @@
+"""``tribunal demo`` and ``tribunal ask``: the end-to-end main job on the embedded defaults.
+
+Ingests the COVID-QA FAQ into a collection, starts the gateway with every stage
+in this process (SQLite audit store, the profile's models), asks it a seeded
+sample of real user paraphrases plus questions the FAQ cannot answer, and
+prints what it decided: each answer is the FAQ entry verbatim or the fallback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core import NotFoundError, Settings, load_settings
+from ..core.server import ServiceHost
+
+__all__ = ["register"]
+
+# Questions the COVID FAQ cannot answer: the gateway must fall back on them.
+OUT_OF_SCOPE = (
+    "What is the capital of Australia?",
+    "How do I reset my router password?",
+    "Which team won the 2010 football world cup?",
+    "Can I bring my cat on a domestic flight?",
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser(
+        "demo",
+        help="end-to-end: ingest the COVID FAQ, start the gateway in-process, answer questions",
+    )
+    parser.add_argument("--profile", default=None, help="profile name or YAML path")
+    parser.add_argument(
+        "--data", type=Path, default=Path("../shared/data/covid-qa"), help="COVID-QA folder"
+    )
+    parser.add_argument("--collection", default="covid-demo")
+    parser.add_argument("--queries", type=int, default=6, help="FAQ paraphrases to ask")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("-o", "--out", type=Path, default=Path(".build/demo/answers.json"))
+    parser.add_argument(
+        "--plain-threshold",
+        type=_plain_threshold,
+        default=0.5,
+        help="accept at this confidence without the risk guarantee (default 0.5; -1: enforce "
+        "the calibrator's Clopper-Pearson threshold)",
+    )
+    parser.set_defaults(func=_demo)
+
+    ask = sub.add_parser(
+        "ask",
+        help="ask the gateway one question (a running one with --address, else in-process)",
+    )
+    ask.add_argument("query")
+    ask.add_argument("--address", default=None, help="host:port of a running gateway")
+    ask.add_argument("--collection", default="", help="default: gateway.collection")
+    ask.add_argument("--token", default=None, help="bearer token (server.auth_token)")
+    ask.add_argument("--timeout", type=float, default=None, help="deadline in seconds")
+    ask.add_argument("--profile", default=None, help="profile name or YAML path")
+    ask.add_argument("--json", action="store_true", help="print the response as JSON")
+    ask.add_argument(
+        "--plain-threshold",
+        type=_plain_threshold,
+        default=0.5,
+        help="in-process only: as for `tribunal demo`",
+    )
+    ask.set_defaults(func=_ask)
+
+
+def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | None]]:
+    """(query, id of the FAQ entry it paraphrases) for a seeded sample, then out-of-scope ones."""
+    from ..retrieval import entry_from_record
+
+    source = folder / "question_similarity_en.jsonl"
+    if not source.is_file():
+        raise NotFoundError(f"{source} does not exist: pass --data DIR (the covid-qa folder)")
+    rows = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+    paraphrases = [r for r in rows if int(r["label"]) == 1]
+    picked = random.Random(seed).sample(paraphrases, min(count, len(paraphrases)))
+    asked: list[tuple[str, str | None]] = []
+    for row in picked:
+        entry = entry_from_record(
+            {"question": row["question_1"], "answer": row["q1_faq_answer"]},
+            record_format="faq",
+            max_chars=10_000,
+        )
+        asked.append((row["question_2"], entry.id))
+    asked.extend((question, None) for question in OUT_OF_SCOPE)
+    return asked
+
+
+def _ingest(settings: Settings, folder: Path, collection: str) -> int:
+    from ..retrieval import KnowledgeBase, deduplicate, read_entries
+
+    kb = KnowledgeBase.from_settings(settings)
+    try:
+        entries, _ = deduplicate(
+            read_entries(
+                folder / "faq_kb_en.jsonl",
+                record_format="faq",
+                max_chars=settings.retrieval.chunk_max_chars,
+            )
+        )
+        return kb.upsert(collection, entries, create=True).total_entries
+    finally:
+        kb.close()
+
+
+def _in_process_settings(profile: str | None, plain_threshold: float | None) -> Settings:
+    base = load_settings(profile)
+    confidence = base.confidence.model_dump()
+    if plain_threshold is not None:
+        confidence["plain_threshold"] = plain_threshold
+        print(
+            f"NOTE: accepting at a plain confidence >= {plain_threshold} "
+            "(--plain-threshold): no hallucination-rate guarantee. The tiny profile's "
+            "shipped calibrator was fitted on 57 labelled rows, too few for any "
+            "Clopper-Pearson threshold; pass --plain-threshold -1 to enforce the guarantee "
+            "(every answer then falls back)."
+        )
+    return load_settings(
+        profile,
+        server={**base.server.model_dump(), "port": 0, "metrics_port": None, "auth_token": None},
+        gateway={**base.gateway.model_dump(), "discovery": "in-process"},
+        confidence=confidence,
+    )
+
+
+def _plain_threshold(value: str) -> float | None:
+    number = float(value)
+    return None if number < 0 else number
+
+
+def _start_gateway(settings: Settings) -> tuple[ServiceHost, int]:
+    from ..gateway.servicer import build_host
+
+    host = build_host(settings)
+    port = host.start()
+    print(f"gateway on 127.0.0.1:{port}: loading every stage's models in this process ...")
+    started = time.perf_counter()
+    if not host.wait_until_ready():
+        host.stop(0)
+        raise host.load_error or RuntimeError("the gateway did not become ready")
+    print(f"ready in {time.perf_counter() - started:.1f} s; audit store {settings.database_url}")
+    return host, port
+
+
+def _ask(args: argparse.Namespace) -> int:
+    import grpc
+    from google.protobuf.json_format import MessageToDict
+
+    from ..v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
+
+    host = None
+    if args.address is None:
+        settings = _in_process_settings(args.profile, args.plain_threshold)
+        host, port = _start_gateway(settings)
+        address = f"127.0.0.1:{port}"
+    else:
+        settings, address = load_settings(args.profile), args.address
+    metadata = (("authorization", f"Bearer {args.token}"),) if args.token else None
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = gateway_pb2_grpc.GatewayServiceStub(channel)  # type: ignore[no-untyped-call]
+            reply = stub.Answer(
+                gateway_pb2.AnswerRequest(query=args.query, collection=args.collection),
+                timeout=args.timeout or settings.gateway.deadline_s + 5,
+                metadata=metadata,
+            )
+    finally:
+        if host is not None:
+            host.stop(0)
+    if args.json:
+        print(json.dumps(MessageToDict(reply, preserving_proto_field_name=True), indent=2))
+        return 0
+    decision = common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_")
+    confidence = f"{reply.confidence:.3f}" if reply.HasField("confidence") else "-"
+    print(f"decision:   {decision}  (confidence {confidence}, threshold {reply.threshold:.3f})")
+    if reply.decision == common_pb2.DECISION_ACCEPT:
+        print(f"KB entry:   {reply.kb_entry_id}")
+    else:
+        reason = gateway_pb2.FallbackReason.Name(reply.fallback_reason)
+        print(
+            f"reason:     {reason}"
+            + (f" (stage {reply.failed_stage})" if reply.failed_stage else "")
+        )
+    print(f"answer:     {reply.answer}")
+    for evidence in reply.evidence:
+        text = evidence.text[:120]
+        print(f"evidence:   [{evidence.chunk_id}] p_entail={evidence.p_entail:.2f} {text}")
+    print("latency ms: " + ", ".join(f"{s.stage} {s.milliseconds:.0f}" for s in reply.latencies))
+    print(f"audit id:   {reply.audit_id}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import grpc
+    from tqdm import tqdm
+
+    from ..v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
+
+    settings = _in_process_settings(args.profile, args.plain_threshold)
+    questions = _questions(args.data, args.queries, args.seed)
+    started = time.perf_counter()
+    total = _ingest(settings, args.data, args.collection)
+    seconds = time.perf_counter() - started
+    print(f"collection {args.collection!r}: {total} FAQ entries ({seconds:.1f} s)")
+    host, port = _start_gateway(settings)
+
+    rows: list[dict[str, Any]] = []
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = gateway_pb2_grpc.GatewayServiceStub(channel)  # type: ignore[no-untyped-call]
+            for query, expected in tqdm(questions, desc="answering", unit="query"):
+                asked = time.perf_counter()
+                reply = stub.Answer(
+                    gateway_pb2.AnswerRequest(query=query, collection=args.collection),
+                    timeout=settings.gateway.deadline_s + 5,
+                )
+                decision = common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_")
+                rows.append(
+                    {
+                        "query": query,
+                        "expected_entry": expected,
+                        "decision": decision,
+                        "kb_entry_id": reply.kb_entry_id,
+                        "correct": (reply.kb_entry_id or None) == expected,
+                        "confidence": reply.confidence if reply.HasField("confidence") else None,
+                        "threshold": reply.threshold,
+                        "reason": gateway_pb2.FallbackReason.Name(reply.fallback_reason),
+                        "seconds": round(time.perf_counter() - asked, 2),
+                        "answer": reply.answer,
+                        "audit_id": reply.audit_id,
+                    }
+                )
+    finally:
+        host.stop(0)
+
+    print()
+    print("| query | decision | confidence | right entry (or rightly refused) | s |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        confidence = "-" if row["confidence"] is None else f"{row['confidence']:.2f}"
+        verdict = "yes" if row["correct"] else "NO"
+        cells = [row["query"][:60], row["decision"], confidence, verdict, str(row["seconds"])]
+        print("| " + " | ".join(cells) + " |")
+    accepted = [r for r in rows if r["decision"] == "ACCEPT"]
+    wrong = [r for r in accepted if not r["correct"]]
+    print(
+        f"\n{len(rows)} questions: {len(accepted)} answered from the FAQ "
+        f"({len(wrong)} with a wrong entry), {len(rows) - len(accepted)} fell back; "
+        f"every decision is in the audit store (`tribunal audit list`)."
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rows, indent=2))
+    print(f"details: {args.out}")
+    return 0

@@ -1,0 +1,18 @@
+"""Persistent state: audit decisions and escalations (SQLAlchemy; SQLite or PostgreSQL).
+
+db = Database(settings.database_url)
+audit_id = db.append_decision(DecisionRecord(kind="answer", query=q, decision="ACCEPT"))
+"""
+
+from ._database import Database, DecisionRecord, EscalationRecord, normalise_url
+from ._tables import AuditDecisionRow, Base, EscalationRow
+
+__all__ = [
+    "AuditDecisionRow",
+    "Base",
+    "Database",
+    "DecisionRecord",
+    "EscalationRecord",
+    "EscalationRow",
+    "normalise_url",
+]

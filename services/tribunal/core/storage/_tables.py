@@ -1,0 +1,74 @@
+"""The tables (SQLAlchemy 2 declarative): audit decisions and escalations.
+
+Label jobs, labels and human judgments (the bulk labelling issue) join this
+metadata when they exist. Types are portable: the same schema runs on SQLite
+(the embedded default) and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, Index, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = ["AuditDecisionRow", "Base", "EscalationRow"]
+
+
+class Base(DeclarativeBase):
+    """Metadata shared by every Tribunal table."""
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class AuditDecisionRow(Base):
+    """One gateway decision: append-only (triggers refuse UPDATE and DELETE)."""
+
+    __tablename__ = "audit_decisions"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_utcnow)
+    kind: Mapped[str] = mapped_column(String(16))
+    request_id: Mapped[str] = mapped_column(String(128), default="")
+    query: Mapped[str] = mapped_column(Text)
+    collection: Mapped[str] = mapped_column(String(128), default="")
+    decision: Mapped[str] = mapped_column(String(32))
+    reason: Mapped[str] = mapped_column(String(64), default="")
+    failed_stage: Mapped[str] = mapped_column(String(32), default="")
+    error: Mapped[str] = mapped_column(Text, default="")
+    confidence: Mapped[float | None] = mapped_column(Float, nullable=True)
+    threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    kb_entry_id: Mapped[str] = mapped_column(String(256), default="")
+    candidate_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    signals: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    latencies_ms: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)
+    total_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    __table_args__ = (
+        Index("ix_audit_decisions_created_at", "created_at"),
+        Index("ix_audit_decisions_kind_decision", "kind", "decision"),
+    )
+
+
+class EscalationRow(Base):
+    """An item handed to humans; keyed by content so a retried request adds no duplicate."""
+
+    __tablename__ = "escalations"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_utcnow)
+    item_id: Mapped[str] = mapped_column(String(256), default="")
+    query: Mapped[str] = mapped_column(Text)
+    chunk: Mapped[str] = mapped_column(Text)
+    answers: Mapped[list[str]] = mapped_column(JSON, default=list)
+    reason: Mapped[str] = mapped_column(String(64))
+    history: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    audit_id: Mapped[str] = mapped_column(String(32), default="")
+    status: Mapped[str] = mapped_column(String(16), default="open")
+
+    __table_args__ = (Index("ix_escalations_status", "status", "created_at"),)

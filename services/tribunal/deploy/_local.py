@@ -1,0 +1,212 @@
+"""A local single-node Ray with Serve's gRPC proxy, the stack deployed from a Serve config.
+
+Deliberate choices for a development machine (Kubernetes sets its own):
+
+- **Auth.** Ray 2.60 turns token auth on for a new local cluster unless
+  ``RAY_AUTH_MODE`` is set, writing ``~/.ray/auth_token``, which every later
+  ``ray.init`` on the machine then picks up. Here the node is bound to
+  127.0.0.1 and auth is ``disabled`` by default; ``auth="token"`` turns it on
+  with a token file under the temp dir (``RAY_AUTH_TOKEN_PATH``), never in
+  ``~/.ray``. Serve's gRPC proxy itself is outside Ray's auth (it binds all
+  interfaces on its port: firewall it, or set ``server.auth_token``, which the
+  gateway deployment checks).
+- **Temp dir.** ``.build/ray`` (logs, sockets, object spill), not ``/tmp/ray``.
+- **Dashboard.** Off: nothing here needs it (the config is applied through the
+  Serve controller, as ``serve run config.yaml`` does), and it costs ~300 MB.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import psutil  # type: ignore[import-untyped]
+
+from ..core import FailedPreconditionError, UnavailableError
+
+__all__ = [
+    "LocalServe",
+    "deploy",
+    "ray_memory",
+    "replica_counts",
+    "start_local",
+    "wait_running",
+]
+
+
+@dataclass(frozen=True)
+class LocalServe:
+    """What :func:`start_local` started."""
+
+    grpc_port: int
+    http_port: int
+    temp_dir: Path
+    auth: str
+
+
+def _set_auth(auth: Literal["disabled", "token"], temp_dir: Path) -> None:
+    os.environ["RAY_AUTH_MODE"] = auth
+    if auth == "token" and not (
+        os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
+    ):
+        path = temp_dir / "auth_token"
+        if not path.exists():
+            path.write_text(secrets.token_hex(32))
+            path.chmod(0o600)
+        os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
+
+
+def start_local(
+    config: Mapping[str, Any],
+    *,
+    temp_dir: Path,
+    num_cpus: float | None = None,
+    auth: Literal["disabled", "token"] = "disabled",
+    env_vars: Mapping[str, str] | None = None,
+) -> LocalServe:
+    """Start Ray on this machine (loopback) and Serve with the config's proxies.
+
+    Args:
+        config: A Serve config (:func:`serve_config`); its ``grpc_options``,
+            ``http_options`` and ``proxy_location`` start the proxies.
+        temp_dir: Ray's temp dir (logs, sockets).
+        num_cpus: CPUs Ray may schedule (default: all); actors reserve from it.
+        auth: Ray's token auth (see the module docstring).
+        env_vars: Environment of every Ray worker (``TRIBUNAL_*`` variables).
+    """
+    import ray
+    from ray import serve
+
+    temp_dir = temp_dir.resolve()
+    temp_dir.mkdir(parents=True, exist_ok=True)
+    _set_auth(auth, temp_dir)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(
+        num_cpus=int(num_cpus) if num_cpus is not None else None,
+        include_dashboard=False,
+        _temp_dir=str(temp_dir),
+        _node_ip_address="127.0.0.1",
+        logging_level=logging.WARNING,
+        namespace="serve",
+        runtime_env={"env_vars": dict(env_vars or {})},
+    )
+    grpc_options = dict(config.get("grpc_options") or {})
+    http_options = dict(config.get("http_options") or {})
+    serve.start(
+        proxy_location=config.get("proxy_location", "HeadOnly"),
+        http_options=http_options,
+        grpc_options=grpc_options,
+        logging_config=config.get("logging_config"),
+    )
+    return LocalServe(
+        grpc_port=int(grpc_options.get("port", 9000)),
+        http_port=int(http_options.get("port", 8000)),
+        temp_dir=temp_dir,
+        auth=auth,
+    )
+
+
+def deploy(config: Mapping[str, Any]) -> None:
+    """Apply the config: the controller builds every application from its import path.
+
+    The same call ``serve run config.yaml`` and the REST API make (Serve's client);
+    applying a changed config later updates only what changed (e.g. one deployment's
+    replicas), leaving the other applications running.
+    """
+    from ray.serve.context import _get_global_client
+    from ray.serve.schema import ServeDeploySchema
+
+    client = _get_global_client()
+    if client is None:
+        raise FailedPreconditionError("Serve is not running: call start_local first")
+    client.deploy_apps(ServeDeploySchema.model_validate(dict(config)))
+
+
+def replica_counts() -> dict[str, dict[str, int]]:
+    """Application -> replica state -> count, e.g. ``{"confidence": {"RUNNING": 2}}``."""
+    from ray import serve
+
+    counts: dict[str, dict[str, int]] = {}
+    for name, app in serve.status().applications.items():
+        states: dict[str, int] = {}
+        for deployment in app.deployments.values():
+            for state, number in deployment.replica_states.items():
+                states[str(getattr(state, "value", state))] = (
+                    states.get(str(getattr(state, "value", state)), 0) + number
+                )
+        counts[name] = states
+    return counts
+
+
+def wait_running(apps: list[str], timeout_s: float, poll_s: float = 1.0) -> dict[str, str]:
+    """Block until every application in ``apps`` is RUNNING; their statuses.
+
+    Raises:
+        FailedPreconditionError: an application failed to deploy (with Serve's message).
+        UnavailableError: not all running after ``timeout_s``.
+    """
+    from ray import serve
+
+    deadline = time.monotonic() + timeout_s
+    statuses: dict[str, str] = {}
+    while True:
+        applications = serve.status().applications
+        statuses = {
+            name: str(applications[name].status) if name in applications else "MISSING"
+            for name in apps
+        }
+        for name in apps:
+            app = applications.get(name)
+            if app is not None and "DEPLOY_FAILED" in str(app.status):
+                raise FailedPreconditionError(
+                    f"Serve application {name!r} failed to deploy: {app.message}"
+                )
+        if all(status.endswith("RUNNING") for status in statuses.values()):
+            return statuses
+        if time.monotonic() > deadline:
+            raise UnavailableError(
+                f"Serve applications not running after {timeout_s:.0f}s: {statuses}"
+            )
+        time.sleep(poll_s)
+
+
+def ray_memory(root_pid: int | None = None) -> dict[str, Any]:
+    """Resident memory of a local Ray and everything it runs, by process.
+
+    The processes are ``root_pid``'s descendants (the driver that started the
+    cluster: GCS, raylet, the Serve controller and proxy, every replica). RSS
+    counts pages shared between processes (mmap'ed model files, libraries) once per
+    process; PSS splits them among the sharers, so its sum is the real footprint.
+    """
+    root = psutil.Process(root_pid or os.getpid())
+    rows = []
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            info = process.memory_full_info()
+            cmdline = process.cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        title = cmdline[0] if cmdline else process.name()
+        rows.append(
+            {
+                "pid": process.pid,
+                "process": title[:80],
+                "rss_mib": info.rss / 2**20,
+                "pss_mib": getattr(info, "pss", info.rss) / 2**20,
+                "uss_mib": info.uss / 2**20,
+            }
+        )
+    rows.sort(key=lambda row: -row["pss_mib"])
+    return {
+        "processes": rows,
+        "total_rss_mib": sum(row["rss_mib"] for row in rows),
+        "total_pss_mib": sum(row["pss_mib"] for row in rows),
+        "total_uss_mib": sum(row["uss_mib"] for row in rows),
+        "machine_total_mib": psutil.virtual_memory().total / 2**20,
+    }

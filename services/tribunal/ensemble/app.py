@@ -1,0 +1,64 @@
+"""The ensemble service as a Ray Serve application.
+
+One deployment wraps the domain :class:`EnsembleMatcher`. Single pairs that arrive
+concurrently (the gateway matches each candidate as its own call) are gathered by
+``@serve.batch`` into one matcher call, so each judge model sees one batch and the
+models run in parallel threads. Serve's gRPC proxy calls the proto-named methods.
+
+    serve.run(build_app(load_settings()), name="ensemble")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from ray import serve
+from ray.serve import Application
+
+from ..core import Settings
+from ..v1 import ensemble_pb2
+from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult
+from .servicer import item_from_proto, result_to_proto
+
+__all__ = ["EnsembleDeployment", "build_app"]
+
+
+@serve.deployment(name="ensemble")
+class EnsembleDeployment:
+    """A replica: the profile's judges and trained aggregator, single pairs batched."""
+
+    def __init__(self, settings_data: dict[str, Any]) -> None:
+        settings = Settings(**settings_data)
+        self.matcher = EnsembleMatcher.from_settings(settings)
+        options = settings.ensemble.deployment
+        self.match_one.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
+        self.match_one.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
+
+    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
+    async def match_one(self, items: list[MatchRequestItem]) -> list[MatchResult]:
+        """One pair in, one result out; Serve gathers concurrent calls into one batch."""
+        return await asyncio.to_thread(self.matcher.match, items)
+
+    async def match(self, items: list[MatchRequestItem]) -> list[MatchResult]:
+        """A caller's own batch runs as it is; a single pair joins the Serve batch."""
+        self.matcher.validate(items)
+        if len(items) == 1:
+            return [await self.match_one(items[0])]
+        return await asyncio.to_thread(self.matcher.match, items)
+
+    async def Match(self, request: ensemble_pb2.MatchRequest) -> ensemble_pb2.MatchResponse:
+        return result_to_proto((await self.match([item_from_proto(request)]))[0])
+
+    async def BatchMatch(
+        self, request: ensemble_pb2.BatchMatchRequest
+    ) -> ensemble_pb2.BatchMatchResponse:
+        results = await self.match([item_from_proto(m) for m in request.items])
+        return ensemble_pb2.BatchMatchResponse(results=[result_to_proto(r) for r in results])
+
+
+def build_app(settings: Settings) -> Application:
+    """The ensemble application, scaled like the other model services."""
+    deployment = cast(Any, EnsembleDeployment).options(**settings.ensemble.deployment.ray_options())
+    app: Application = deployment.bind(settings.model_dump(mode="json"))
+    return app

@@ -1,0 +1,34 @@
+"""The gateway: composes retrieval, ensemble, entailment, confidence and debate per request.
+
+``Answer`` returns a KB answer verbatim only when the confidence service accepts
+it, and falls back (with the reason recorded) on any doubt or any stage failure;
+``Label`` runs the judges → debate → humans cascade. Every decision is written to
+the append-only audit store. Stages are reached in-process, over gRPC or through
+Ray Serve handles (:class:`StageTransport`), with the same pipeline code.
+"""
+
+from ._answer import AnswerPipeline
+from ._label import LabelPipeline
+from ._stages import (
+    STAGES,
+    Deadline,
+    FailureKind,
+    StageError,
+    StageTransport,
+    call_stage,
+    check_probability,
+)
+from ._trace import RequestTrace
+
+__all__ = [
+    "STAGES",
+    "AnswerPipeline",
+    "Deadline",
+    "FailureKind",
+    "LabelPipeline",
+    "RequestTrace",
+    "StageError",
+    "StageTransport",
+    "call_stage",
+    "check_probability",
+]

@@ -1,0 +1,278 @@
+"""``Gateway.Label``: cheap judges first, the debate when they are unsure, humans last.
+
+Modes: ``judge`` (the ensemble's P(match) at 0.5), ``debate`` (DREAM on every
+item) and ``cascade`` (the default: judges decide outside the uncertain band
+``(label_irrelevant_at, label_relevant_at)``, the debate inside it). A debate
+that ends ESCALATED or FAILED, and any stage failure, puts the item in the
+human queue: a labelling request never gets a guessed label.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+
+from ..core import GatewaySettings, InvalidArgumentError, TribunalError
+from ..core.storage import Database, DecisionRecord, EscalationRecord
+from ..v1 import common_pb2, debate_pb2, ensemble_pb2, gateway_pb2
+from ._metrics import record_decision
+from ._stages import (
+    Deadline,
+    FailureKind,
+    StageError,
+    StageTransport,
+    call_stage,
+    check_probability,
+)
+from ._trace import RequestTrace
+
+__all__ = ["LabelPipeline"]
+
+log = logging.getLogger(__name__)
+
+_MODES = {
+    "cascade": gateway_pb2.LABEL_MODE_CASCADE,
+    "debate": gateway_pb2.LABEL_MODE_DEBATE,
+    "judge": gateway_pb2.LABEL_MODE_JUDGE,
+}
+_DEBATE_LABELLED = (debate_pb2.DEBATE_OUTCOME_AGREED, debate_pb2.DEBATE_OUTCOME_ADJUDICATED)
+
+
+class LabelPipeline:
+    """Relevance labelling of one (query, chunk, answers) item; thread-safe."""
+
+    def __init__(
+        self, settings: GatewaySettings, transport: StageTransport, *, store: Database | None
+    ) -> None:
+        self.settings = settings
+        self.transport = transport
+        self.store = store
+
+    def validate(self, request: gateway_pb2.LabelRequest) -> None:
+        if not request.query.strip():
+            raise InvalidArgumentError("query is empty", field="query")
+        if not request.chunk.strip():
+            raise InvalidArgumentError("chunk is empty: send the passage to label", field="chunk")
+        if len(request.query) > self.settings.max_query_chars:
+            raise InvalidArgumentError(
+                f"query is longer than {self.settings.max_query_chars} characters", field="query"
+            )
+        if len(request.chunk) > self.settings.max_chunk_chars:
+            raise InvalidArgumentError(
+                f"chunk has {len(request.chunk)} characters; the limit is "
+                f"{self.settings.max_chunk_chars} (gateway.max_chunk_chars)",
+                field="chunk",
+            )
+        for i, answer in enumerate(request.answers):
+            if not answer.strip():
+                raise InvalidArgumentError(f"answers[{i}] is empty", field=f"answers[{i}]")
+        if request.mode not in gateway_pb2.LabelMode.values():
+            raise InvalidArgumentError(f"mode {request.mode} is not a LabelMode", field="mode")
+
+    def label(
+        self, request: gateway_pb2.LabelRequest, *, deadline_s: float | None = None
+    ) -> gateway_pb2.LabelResponse:
+        self.validate(request)
+        trace = RequestTrace(
+            kind="label", request_id=request.item_id or uuid.uuid4().hex, query=request.query
+        )
+        mode = request.mode or _MODES[self.settings.label_mode]
+        trace.detail["mode"] = gateway_pb2.LabelMode.Name(mode).removeprefix("LABEL_MODE_")
+        budget = self.settings.deadline_s if deadline_s is None else deadline_s
+        deadline = Deadline(min(budget, self.settings.deadline_s))
+        response = gateway_pb2.LabelResponse(item_id=request.item_id)
+        try:
+            if mode != gateway_pb2.LABEL_MODE_DEBATE:
+                p_relevant = self._judge(trace, deadline, request, response)
+                response.p_relevant = p_relevant
+                if mode == gateway_pb2.LABEL_MODE_JUDGE:
+                    _set_label(response, p_relevant >= 0.5, gateway_pb2.LABEL_SOURCE_JUDGES)
+                elif p_relevant >= self.settings.label_relevant_at:
+                    _set_label(response, True, gateway_pb2.LABEL_SOURCE_JUDGES)
+                elif p_relevant <= self.settings.label_irrelevant_at:
+                    _set_label(response, False, gateway_pb2.LABEL_SOURCE_JUDGES)
+            if response.source == gateway_pb2.LABEL_SOURCE_UNSPECIFIED:
+                self._debate(trace, deadline, request, response)
+        except StageError as failure:
+            log.warning("label escalated", extra={"stage": failure.stage, "why": str(failure)})
+            trace.detail["error"] = failure.message
+            trace.detail["failed_stage"] = failure.stage
+            trace.detail["escalation_reason"] = f"{failure.kind.value.lower()}:{failure.stage}"
+            response.label = common_pb2.LABEL_UNSPECIFIED
+            response.source = gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE
+        return self._audited(trace, request, response)
+
+    def _call(self, stage: str, method: str, request: Any, timeout_s: float) -> Any:
+        return call_stage(
+            self.transport,
+            stage,
+            method,
+            request,
+            timeout_s=timeout_s,
+            retries=self.settings.retries,
+            backoff_s=self.settings.retry_backoff_s,
+        )
+
+    def _judge(
+        self,
+        trace: RequestTrace,
+        deadline: Deadline,
+        request: gateway_pb2.LabelRequest,
+        response: gateway_pb2.LabelResponse,
+    ) -> float:
+        """The ensemble's P(match) for the chunk as a candidate answer to the query."""
+        timeout = deadline.budget(
+            "verify",
+            ["debate"],
+            self.settings.stage_share,
+            self.settings.stage_timeout_s.get("ensemble", math.inf),
+        )
+        # The matching judges ask whether a (question, answer) pair resolves the query:
+        # here the pair is (the query itself, the chunk), so they judge whether the chunk
+        # answers it; the chunk is also the supporting document of the augmented judges.
+        candidate = common_pb2.KbEntry(
+            id=request.item_id or "item",
+            question=request.query,
+            answer=request.chunk,
+            chunks=[common_pb2.Chunk(id="chunk", text=request.chunk)],
+        )
+        with trace.stage("ensemble"):
+            match = self._call(
+                "ensemble",
+                "Match",
+                ensemble_pb2.MatchRequest(query=request.query, candidate=candidate),
+                timeout,
+            )
+        p_match = check_probability("ensemble", "p_match", match.p_match)
+        judges = {}
+        for judge in match.judges:
+            judges[judge.judge] = check_probability("ensemble", "p_yes", judge.p_yes)
+        trace.signals["judges"] = {"p_match": p_match, "judge_p_yes": judges}
+        trace.versions["ensemble"] = {
+            "aggregator": match.aggregator,
+            "artifact": match.artifact_version,
+        }
+        _add_usage(response, match.usage)
+        return p_match
+
+    def _debate(
+        self,
+        trace: RequestTrace,
+        deadline: Deadline,
+        request: gateway_pb2.LabelRequest,
+        response: gateway_pb2.LabelResponse,
+    ) -> None:
+        timeout = deadline.budget(
+            "debate",
+            [],
+            self.settings.stage_share,
+            self.settings.stage_timeout_s.get("debate", math.inf),
+        )
+        assess = debate_pb2.AssessRequest(
+            query=request.query,
+            chunk=request.chunk,
+            answers=list(request.answers),
+            max_rounds=self.settings.label_max_rounds,
+            item_id=request.item_id,
+        )
+        with trace.stage("debate"):
+            result = self._call("debate", "Assess", assess, timeout)
+        response.debate.CopyFrom(result)
+        _add_usage(response, result.usage)
+        trace.versions["debate"] = MessageToDict(
+            result.provenance, preserving_proto_field_name=True
+        )
+        trace.signals["debate"] = {
+            "outcome": debate_pb2.DebateOutcome.Name(result.outcome),
+            "rounds": len(result.rounds),
+        }
+        if result.outcome in _DEBATE_LABELLED:
+            if result.label == common_pb2.LABEL_UNSPECIFIED:
+                raise StageError("debate", FailureKind.MALFORMED, "agreed without a label")
+            response.label = result.label
+            response.source = gateway_pb2.LABEL_SOURCE_DEBATE
+            return
+        # ESCALATED (persistent disagreement) or FAILED: humans decide.
+        response.label = common_pb2.LABEL_UNSPECIFIED
+        response.source = gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE
+        trace.detail["escalation_reason"] = debate_pb2.DebateOutcome.Name(result.outcome).lower()
+
+    def _audited(
+        self,
+        trace: RequestTrace,
+        request: gateway_pb2.LabelRequest,
+        response: gateway_pb2.LabelResponse,
+    ) -> gateway_pb2.LabelResponse:
+        record_decision(
+            "label",
+            common_pb2.Label.Name(response.label).removeprefix("LABEL_")
+            if response.label
+            else "ESCALATED",
+            str(trace.detail.get("escalation_reason", "")),
+            trace.latencies_ms,
+        )
+        if self.store is None:
+            if response.source == gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE:
+                log.warning("item needs a human but the store is off (gateway.audit=false)")
+            return response
+        decision = (
+            common_pb2.Label.Name(response.label).removeprefix("LABEL_")
+            if response.label
+            else "ESCALATED"
+        )
+        record = DecisionRecord(
+            kind="label",
+            query=trace.query,
+            decision=decision,
+            request_id=trace.request_id,
+            reason=str(trace.detail.get("escalation_reason", "")),
+            failed_stage=str(trace.detail.get("failed_stage", "")),
+            error=str(trace.detail.get("error", "")),
+            confidence=response.p_relevant if response.HasField("p_relevant") else None,
+            signals=trace.signals,
+            versions=trace.versions,
+            latencies_ms=dict(trace.latencies_ms),
+            total_ms=trace.total_ms(),
+            detail={
+                "mode": trace.detail.get("mode"),
+                "source": gateway_pb2.LabelSource.Name(response.source),
+            },
+        )
+        try:
+            response.audit_id = self.store.append_decision(record)
+            if response.source == gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE:
+                history = (
+                    MessageToDict(response.debate, preserving_proto_field_name=True)
+                    if response.HasField("debate")
+                    else {}
+                )
+                response.escalation_id = self.store.add_escalation(
+                    EscalationRecord(
+                        query=request.query,
+                        chunk=request.chunk,
+                        answers=tuple(request.answers),
+                        item_id=request.item_id,
+                        reason=record.reason or "unsure",
+                        history=history,
+                        audit_id=response.audit_id,
+                    )
+                )
+        except TribunalError as exc:
+            # A label nobody can audit is not a label: hand the item back unlabelled.
+            log.error("audit write failed", extra={"why": str(exc)})
+            raise
+        return response
+
+
+def _set_label(response: gateway_pb2.LabelResponse, relevant: bool, source: int) -> None:
+    response.label = common_pb2.LABEL_RELEVANT if relevant else common_pb2.LABEL_IRRELEVANT
+    response.source = source  # type: ignore[assignment]
+
+
+def _add_usage(response: gateway_pb2.LabelResponse, usage: common_pb2.TokenUsage) -> None:
+    response.usage.prompt_tokens += usage.prompt_tokens
+    response.usage.completion_tokens += usage.completion_tokens

@@ -1,0 +1,163 @@
+"""The gateway as a Ray Serve application: the same pipelines, stages reached through handles.
+
+The deployment runs :class:`AnswerPipeline` and :class:`LabelPipeline` over a
+:class:`RayServeTransport` (every stage is its own Serve application, found by
+name: ``gateway.ray_apps``, default the stage name), and exposes the
+proto-named methods Serve's gRPC proxy calls: ``Answer``, ``Label`` and the
+server-streaming ``BatchLabel``. Clients reach it through the proxy with
+metadata ``application: gateway``.
+
+The pipelines block on stage handles (``DeploymentResponse.result``), which
+must not run on the replica's event loop: each request runs on a thread of a
+pool as large as ``max_ongoing_requests``, so every request Serve admits runs
+at once (the event loop's default pool has only CPUs + 4 threads). The stage
+fan-out (ensemble ‖ entailment per request) has its own pool, as in
+``servicer.build_host``.
+
+A client's gRPC deadline does not cross Serve's proxy; the request budget is
+``gateway.deadline_s`` (and the proxy's ``grpc_options.request_timeout_s``).
+With ``server.auth_token`` set, proxy calls must carry ``authorization: Bearer
+<token>`` (UNAUTHENTICATED otherwise); handle calls inside the cluster are not
+checked.
+
+    serve.run(build_app(load_settings(gateway={"discovery": "ray"})), name="gateway")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar, cast
+
+import grpc
+from ray import serve
+from ray.serve import Application
+
+from ..core import Settings
+from ..core.storage import Database
+from ..deploy import grpc_status
+from ..v1 import gateway_pb2
+from ._answer import AnswerPipeline
+from ._label import LabelPipeline
+from ._ray_transport import RayServeTransport
+from .servicer import GatewayServicer
+
+__all__ = ["GatewayDeployment", "build_app"]
+
+T = TypeVar("T")
+
+
+class _NoDeadline:
+    """The servicer's view of a proxy call: no client deadline crosses Serve's proxy."""
+
+    def time_remaining(self) -> None:
+        return None
+
+
+@serve.deployment(name="gateway")
+class GatewayDeployment:
+    """A replica: the audit store, handles to the stage applications, the pipelines.
+
+    Args:
+        settings_data: ``Settings.model_dump(mode="json")`` of the driver.
+    """
+
+    def __init__(self, settings_data: dict[str, Any]) -> None:
+        settings = Settings(**settings_data)
+        self.settings = settings
+        token = settings.server.auth_token
+        self._expected = f"Bearer {token.get_secret_value()}".encode() if token else None
+        self.store = Database(settings.database_url) if settings.gateway.audit else None
+        if self.store is not None:
+            self.store.create_schema()
+        self.transport = RayServeTransport(settings.gateway.ray_apps)
+        workers = settings.gateway.deployment.max_ongoing_requests
+        self._requests = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gw-request")
+        self._stages = ThreadPoolExecutor(max_workers=2 * workers, thread_name_prefix="gw-stage")
+        self.servicer = GatewayServicer(settings)
+        self.servicer.set_pipelines(
+            AnswerPipeline(
+                settings.gateway,
+                self.transport,
+                executor=self._stages,
+                store=self.store,
+                max_hypothesis_chars=settings.entailment.max_hypothesis_chars,
+            ),
+            LabelPipeline(settings.gateway, self.transport, store=self.store),
+        )
+
+    def _authorize(self, grpc_context: Any | None) -> None:
+        if self._expected is None or grpc_context is None:
+            return
+        supplied = dict(grpc_context.invocation_metadata()).get("authorization", "")
+        if not hmac.compare_digest(str(supplied).encode(), self._expected):
+            grpc_context.set_code(grpc.StatusCode.UNAUTHENTICATED)
+            grpc_context.set_details(
+                "this gateway requires a bearer token: send metadata "
+                "'authorization: Bearer <token>'"
+            )
+            raise PermissionError("missing or wrong bearer token")
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._requests, call)
+
+    async def Answer(
+        self, request: gateway_pb2.AnswerRequest, grpc_context: Any = None
+    ) -> gateway_pb2.AnswerResponse:
+        self._authorize(grpc_context)
+        with grpc_status(grpc_context):
+            return await self._run(partial(self.servicer.Answer, request, _NoDeadline()))  # type: ignore[arg-type]
+
+    async def Label(
+        self, request: gateway_pb2.LabelRequest, grpc_context: Any = None
+    ) -> gateway_pb2.LabelResponse:
+        self._authorize(grpc_context)
+        with grpc_status(grpc_context):
+            return await self._run(partial(self.servicer.Label, request, _NoDeadline()))  # type: ignore[arg-type]
+
+    async def BatchLabel(
+        self, request: gateway_pb2.BatchLabelRequest, grpc_context: Any = None
+    ) -> AsyncIterator[gateway_pb2.BatchLabelResponse]:
+        """Streams each item's result as it finishes (the servicer's generator, in a thread)."""
+        self._authorize(grpc_context)
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Queue[gateway_pb2.BatchLabelResponse | None] = asyncio.Queue()
+
+        def produce() -> None:
+            try:
+                for reply in self.servicer.BatchLabel(request, _NoDeadline()):  # type: ignore[arg-type]
+                    loop.call_soon_threadsafe(finished.put_nowait, reply)
+            finally:
+                loop.call_soon_threadsafe(finished.put_nowait, None)
+
+        with grpc_status(grpc_context):
+            producer = loop.run_in_executor(self._requests, produce)
+            while (reply := await finished.get()) is not None:
+                yield reply
+            await producer  # re-raises a validation error or what stopped the batch
+
+    def __del__(self) -> None:
+        # Replica shutdown: release the handles, the pools and the database.
+        for closer in (
+            getattr(getattr(self, "transport", None), "close", None),
+            getattr(getattr(self, "store", None), "close", None),
+        ):
+            if closer is not None:
+                closer()
+        for pool in (getattr(self, "_requests", None), getattr(self, "_stages", None)):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+
+
+def build_app(settings: Settings) -> Application:
+    """The gateway application (``ray`` discovery), options from ``gateway.deployment``."""
+    if settings.gateway.discovery != "ray":
+        settings = settings.model_copy(
+            update={"gateway": settings.gateway.model_copy(update={"discovery": "ray"})}
+        )
+    deployment = cast(Any, GatewayDeployment).options(**settings.gateway.deployment.ray_options())
+    app: Application = deployment.bind(settings.model_dump(mode="json"))
+    return app

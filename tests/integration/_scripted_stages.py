@@ -1,0 +1,216 @@
+"""Scripted stage servicers on a real gRPC server: fault injection for the gateway.
+
+Each stage answers from a script (what the real services would answer for a
+known KB) unless told to misbehave: ``unavailable:N`` (fail N calls with
+UNAVAILABLE, then answer), ``slow:S`` (sleep S seconds first), ``malformed``
+(a probability outside [0, 1] or a wrong result count), ``error`` (INTERNAL).
+They are test doubles for fault paths the real models cannot be made to hit
+on demand; the end-to-end tests run the real services.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import grpc
+from tribunal.core import ServerSettings
+from tribunal.core.server import ServiceBinding, ServiceHost
+from tribunal.v1 import (
+    common_pb2,
+    confidence_pb2,
+    confidence_pb2_grpc,
+    debate_pb2,
+    debate_pb2_grpc,
+    ensemble_pb2,
+    ensemble_pb2_grpc,
+    entailment_pb2,
+    entailment_pb2_grpc,
+    retrieval_pb2,
+    retrieval_pb2_grpc,
+)
+
+KB = [
+    common_pb2.KbEntry(
+        id="faq-1",
+        question="How long is the incubation period?",
+        answer="The incubation period is 2 to 14 days.",
+        chunks=[common_pb2.Chunk(id="c1", text="Symptoms appear 2 to 14 days after exposure.")],
+    ),
+    common_pb2.KbEntry(id="faq-2", question="Can pets spread it?", answer="Rarely."),
+]
+
+
+@dataclass
+class Script:
+    """What each stage does; tests mutate it between calls."""
+
+    behaviour: dict[str, str] = field(default_factory=dict)
+    p_match: float = 0.9
+    hits: list[common_pb2.KbEntry] = field(default_factory=lambda: list(KB))
+    debate_outcome: int = debate_pb2.DEBATE_OUTCOME_AGREED
+    calls: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def enter(self, stage: str, context: grpc.ServicerContext) -> str:
+        """Count the call and apply ``unavailable``/``slow``/``error``; returns the mode."""
+        with self.lock:
+            self.calls[stage] = self.calls.get(stage, 0) + 1
+            mode = self.behaviour.get(stage, "ok")
+            if mode.startswith("unavailable:"):
+                left = int(mode.split(":")[1])
+                if left > 0:
+                    self.behaviour[stage] = f"unavailable:{left - 1}"
+                    context.abort(grpc.StatusCode.UNAVAILABLE, f"{stage} is restarting")
+                mode = "ok"
+        if mode.startswith("slow:"):
+            time.sleep(float(mode.split(":")[1]))
+        if mode == "error":
+            context.abort(grpc.StatusCode.INTERNAL, f"{stage} crashed")
+        if mode == "not_found":
+            context.abort(grpc.StatusCode.NOT_FOUND, "collection 'nope' does not exist")
+        return mode
+
+
+class _Retrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def Search(self, request, context):  # type: ignore[no-untyped-def]
+        mode = self.script.enter("retrieval", context)
+        hits = [
+            retrieval_pb2.SearchHit(
+                entry=entry, score=0.5 - 0.1 * i, rank=i + 1, dense_score=0.8 - 0.1 * i
+            )
+            for i, entry in enumerate(self.script.hits[: request.top_k])
+        ]
+        if mode == "malformed" and hits:
+            hits[0].rank = 0
+        return retrieval_pb2.SearchResponse(hits=hits)
+
+
+class _Ensemble(ensemble_pb2_grpc.EnsembleServiceServicer):
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def _one(self, request: ensemble_pb2.MatchRequest, mode: str) -> ensemble_pb2.MatchResponse:
+        p = 1.7 if mode == "malformed" else self.script.p_match
+        return ensemble_pb2.MatchResponse(
+            p_match=p,
+            match=p >= 0.5,
+            judges=[ensemble_pb2.JudgeVerdict(judge="strong", model="m", prompt="p", p_yes=0.8)],
+            aggregator="latent",
+            artifact_version="test-1",
+        )
+
+    def Match(self, request, context):  # type: ignore[no-untyped-def]
+        return self._one(request, self.script.enter("ensemble", context))
+
+    def BatchMatch(self, request, context):  # type: ignore[no-untyped-def]
+        mode = self.script.enter("ensemble", context)
+        return ensemble_pb2.BatchMatchResponse(results=[self._one(r, mode) for r in request.items])
+
+
+class _Entailment(entailment_pb2_grpc.EntailmentServiceServicer):
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def Check(self, request, context):  # type: ignore[no-untyped-def]
+        mode = self.script.enter("entailment", context)
+        results = [
+            entailment_pb2.EntailmentResult(
+                p_entail=0.9, label=entailment_pb2.ENTAILMENT_LABEL_ENTAILED, model="nli"
+            )
+            for _ in request.pairs
+        ]
+        if mode == "malformed":
+            results = results[:-1]
+        return entailment_pb2.CheckResponse(results=results)
+
+
+class _Confidence(confidence_pb2_grpc.ConfidenceServiceServicer):
+    """Confidence = the ensemble's P(match); ACCEPT at >= 0.5."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def BatchScore(self, request, context):  # type: ignore[no-untyped-def]
+        mode = self.script.enter("confidence", context)
+        results = []
+        for item in request.items:
+            confidence = item.signals.ensemble_p_match
+            decision = (
+                common_pb2.DECISION_ACCEPT if confidence >= 0.5 else common_pb2.DECISION_FALLBACK
+            )
+            results.append(
+                confidence_pb2.ScoreResponse(
+                    confidence=float("nan") if mode == "malformed" else confidence,
+                    decision=decision,
+                    threshold=0.5,
+                    calibrator_version="test-cal",
+                    alpha=0.05,
+                )
+            )
+        return confidence_pb2.BatchScoreResponse(results=results)
+
+
+class _Debate(debate_pb2_grpc.DebateServiceServicer):
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def Assess(self, request, context):  # type: ignore[no-untyped-def]
+        self.script.enter("debate", context)
+        outcome = self.script.debate_outcome
+        label = (
+            common_pb2.LABEL_RELEVANT
+            if outcome == debate_pb2.DEBATE_OUTCOME_AGREED
+            else common_pb2.LABEL_UNSPECIFIED
+        )
+        return debate_pb2.AssessResponse(
+            label=label,
+            outcome=outcome,
+            rounds=[debate_pb2.DebateRound(number=1)],
+            item_id=request.item_id,
+            usage=common_pb2.TokenUsage(prompt_tokens=100, completion_tokens=20),
+        )
+
+
+def start(script: Script) -> ServiceHost:
+    """A started host serving all five scripted stages on a free loopback port."""
+    bindings = [
+        ServiceBinding(
+            "tribunal.v1.RetrievalService",
+            lambda s: retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(
+                _Retrieval(script), s
+            ),
+        ),
+        ServiceBinding(
+            "tribunal.v1.EnsembleService",
+            lambda s: ensemble_pb2_grpc.add_EnsembleServiceServicer_to_server(_Ensemble(script), s),
+        ),
+        ServiceBinding(
+            "tribunal.v1.EntailmentService",
+            lambda s: entailment_pb2_grpc.add_EntailmentServiceServicer_to_server(
+                _Entailment(script), s
+            ),
+        ),
+        ServiceBinding(
+            "tribunal.v1.ConfidenceService",
+            lambda s: confidence_pb2_grpc.add_ConfidenceServiceServicer_to_server(
+                _Confidence(script), s
+            ),
+        ),
+        ServiceBinding(
+            "tribunal.v1.DebateService",
+            lambda s: debate_pb2_grpc.add_DebateServiceServicer_to_server(_Debate(script), s),
+        ),
+    ]
+    host = ServiceHost(
+        ServerSettings(port=0, metrics_port=None, grace_seconds=0.5),
+        name="scripted-stages",
+        bindings=bindings,
+    )
+    host.start()
+    assert host.wait_until_ready(10)
+    return host

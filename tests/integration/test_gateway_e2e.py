@@ -1,0 +1,178 @@
+"""End to end with real models: the COVID FAQ behind a real gateway and real stages.
+
+Each stage runs in its own ServiceHost (real gRPC), loaded from the tiny profile
+with the shipped ensemble and calibrator artifacts; the gateway dials them
+(``grpc`` discovery). A paraphrase of a KB question gets that KB answer verbatim;
+an off-topic question falls back; with the entailment service stopped, the
+gateway falls back and the audit record names the stage. The paraphrase
+through ``in-process`` discovery (every stage inside the gateway's process)
+gets the same decision.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+from tribunal.commands.demo import _ingest
+from tribunal.commands.serve import SERVICES
+from tribunal.core import Settings, load_settings
+from tribunal.core.server import ServiceHost
+from tribunal.core.storage import Database
+from tribunal.gateway.servicer import build_host
+from tribunal.retrieval import entry_from_record
+from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
+
+from tests.conftest import SHARED
+
+pytestmark = [pytest.mark.models, pytest.mark.slow]
+
+COVID = SHARED / "data" / "covid-qa"
+FAQ_QUESTION = "What is a novel coronavirus?"
+PARAPHRASE = "What is a new coronavirus?"
+OFF_TOPIC = "Which team won the 2010 football world cup?"
+ANSWER_STAGES = ("retrieval", "ensemble", "entailment", "confidence")
+
+
+def _faq_entry(question: str) -> tuple[str, str]:
+    import json
+
+    for line in (COVID / "faq_kb_en.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["question"] == question:
+            entry = entry_from_record(record, record_format="faq", max_chars=10_000)
+            return entry.id, entry.answer
+    raise AssertionError(f"{question!r} is not in the FAQ")
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    stages: dict[str, ServiceHost]
+    gateway: gateway_pb2_grpc.GatewayServiceStub
+    db: Database
+
+
+# The test checks decisions, not speed: generous stage timeouts keep it meaningful on a
+# loaded machine (the fault tests cover timeouts); one candidate keeps it affordable.
+_GATEWAY = {
+    "collection": "covid",
+    "candidates": 1,
+    "deadline_s": 1800.0,
+    "stage_timeout_s": dict.fromkeys(("retrieval", "ensemble", "entailment", "confidence"), 600.0),
+}
+
+
+def _settings(data_dir: Path, **overrides: object) -> Settings:
+    return load_settings(
+        "tiny",
+        data_dir=data_dir,
+        server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
+        # The shipped calibrator has no risk-controlled threshold yet (57 calibration
+        # rows); accept at a plain 0.5 as `tribunal demo` does.
+        confidence={"plain_threshold": 0.5},
+        **overrides,
+    )
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    data_dir = tmp_path_factory.mktemp("e2e")
+    settings = _settings(data_dir)
+    assert _ingest(settings, COVID, "covid") > 200
+    stages: dict[str, ServiceHost] = {}
+    try:
+        for stage in ANSWER_STAGES:
+            module, _, function = SERVICES[stage].partition(":")
+            factory: Callable[[Settings], ServiceHost] = getattr(
+                importlib.import_module(module), function
+            )
+            host = stages[stage] = factory(settings)
+            host.start()
+        for stage, host in stages.items():
+            assert host.wait_until_ready(600), f"{stage}: {host.load_error}"
+        addresses = {stage: f"127.0.0.1:{host.port}" for stage, host in stages.items()}
+        addresses["debate"] = addresses["ensemble"]  # Answer never calls the debate
+        gateway_settings = _settings(
+            data_dir,
+            gateway={**_GATEWAY, "discovery": "grpc", "addresses": addresses},
+        )
+        gateway = build_host(gateway_settings)
+        port = gateway.start()
+        assert gateway.wait_until_ready(60), gateway.load_error
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        yield Stack(
+            gateway_settings,
+            stages,
+            gateway_pb2_grpc.GatewayServiceStub(channel),
+            Database(gateway_settings.database_url),
+        )
+        channel.close()
+        gateway.stop(0)
+    finally:
+        for host in stages.values():
+            host.stop(0)
+
+
+def _ask(stack: Stack, query: str) -> gateway_pb2.AnswerResponse:
+    return stack.gateway.Answer(gateway_pb2.AnswerRequest(query=query), timeout=600)
+
+
+def test_a_paraphrase_gets_the_kb_answer_verbatim(stack: Stack) -> None:
+    entry_id, answer = _faq_entry(FAQ_QUESTION)
+    response = _ask(stack, PARAPHRASE)
+    assert response.decision == common_pb2.DECISION_ACCEPT, response
+    assert response.kb_entry_id == entry_id
+    assert response.answer == answer
+    assert response.confidence >= response.threshold
+    assert response.evidence, "the FAQ answer's own chunks entail it"
+    record = stack.db.decision(response.audit_id)
+    assert record.decision == "ACCEPT"
+    assert entry_id in record.signals
+    assert record.versions["ensemble"]["artifact"]
+    assert record.versions["confidence"]["calibrator"]
+    assert set(record.latencies_ms) == set(ANSWER_STAGES)
+
+
+def test_an_off_topic_question_falls_back(stack: Stack) -> None:
+    response = _ask(stack, OFF_TOPIC)
+    assert response.decision == common_pb2.DECISION_FALLBACK
+    assert response.fallback_reason == gateway_pb2.FALLBACK_REASON_LOW_CONFIDENCE
+    assert response.answer == stack.settings.gateway.fallback_answer
+
+
+def test_in_process_discovery_decides_the_same(stack: Stack, tmp_path: Path) -> None:
+    settings = _settings(
+        stack.settings.data_dir,
+        gateway={**_GATEWAY, "discovery": "in-process"},
+        database_url=f"sqlite:///{tmp_path}/in-process.db",
+    )
+    host = build_host(settings)
+    port = host.start()
+    try:
+        assert host.wait_until_ready(600), host.load_error
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = gateway_pb2_grpc.GatewayServiceStub(channel)
+            # One query (the ACCEPT path) keeps the second model load affordable.
+            here = stub.Answer(gateway_pb2.AnswerRequest(query=PARAPHRASE), timeout=600)
+            there = _ask(stack, PARAPHRASE)
+            assert (here.decision, here.kb_entry_id) == (there.decision, there.kb_entry_id)
+            assert here.decision == common_pb2.DECISION_ACCEPT
+            assert here.confidence == pytest.approx(there.confidence, abs=1e-6)
+    finally:
+        host.stop(0)
+
+
+def test_with_entailment_stopped_requests_fall_back(stack: Stack) -> None:
+    stack.stages["entailment"].stop(0)
+    response = _ask(stack, PARAPHRASE)
+    assert response.decision == common_pb2.DECISION_FALLBACK
+    assert response.fallback_reason == gateway_pb2.FALLBACK_REASON_STAGE_ERROR
+    assert response.failed_stage == "entailment"
+    record = stack.db.decision(response.audit_id)
+    assert record.failed_stage == "entailment"
+    assert "UNAVAILABLE" in record.error or "unavailable" in record.error
