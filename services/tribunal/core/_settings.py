@@ -318,7 +318,8 @@ class EnsembleSettings(_Strict):
     """Only these judge names (``llm_tiny/ral2m``, ...); None: every model x prompt. A
     trained artifact overrides this with the judges it was trained on."""
     artifact_path: Path | None = None
-    """Trained aggregator artifact (a folder); None: ``data_dir/ensemble/artifact``."""
+    """Trained aggregator artifact (a folder); None: ``data_dir/ensemble/artifact`` when it
+    exists, else the one shipped for the profile (not when ``judges`` names a panel)."""
     aggregator: Literal["majority", "weighted", "neural", "latent"] = "majority"
     """Aggregator the service answers with; ``majority`` also runs without an artifact (at
     ``vote_threshold``; with one, at its fitted per-judge thresholds). The trained ones
@@ -382,7 +383,8 @@ class ConfidenceSettings(_Strict):
     """Knobs of the confidence service: its calibrator artifact, the guarantee, decisions."""
 
     artifact_path: Path | None = None
-    """Calibrator artifact the service loads; None: ``data_dir/confidence/calibrator.json``."""
+    """Calibrator artifact the service loads; None: ``data_dir/confidence/calibrator.json``
+    when it exists, else the one shipped for the profile (``tribunal/artifacts/<profile>``)."""
     calibrator: Literal["platt", "isotonic", "temperature"] = "platt"
     """Calibrator ``tribunal confidence fit`` fits unless told otherwise."""
     score_signal: str = Field("ensemble_p_match", min_length=1)

@@ -118,8 +118,13 @@ class EnsembleMatcher:
         from ..retrieval import load_profile_embedder
 
         options = settings.ensemble
-        # Configured, else trained here (data_dir), else the one shipped for the profile.
-        path = resolve_artifact(settings, options.artifact_path, "ensemble/artifact")
+        # Configured, else trained here (data_dir), else the one shipped for the profile —
+        # unless the settings name their own judge panel, which the shipped one is not.
+        path = (
+            settings.data_dir / "ensemble" / "artifact"
+            if options.artifact_path is None and options.judges is not None
+            else resolve_artifact(settings, options.artifact_path, "ensemble/artifact")
+        )
         artifact = None
         if (path / "manifest.json").is_file():
             artifact = EnsembleArtifact.load(path)
