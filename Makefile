@@ -12,7 +12,7 @@ export RAY_TMPDIR ?= $(CURDIR)/.build/ray
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
 .DEFAULT_GOAL := help
-.PHONY: help install models demo test test-fast lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests
+.PHONY: help install models demo test test-all test-fast lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -32,7 +32,10 @@ demo: models ## the main job: install, fetch the models, build the COVID FAQ KB,
 	$(BIN)/tribunal models list --profile $(PROFILE)
 	$(BIN)/tribunal demo --profile $(PROFILE)
 
-test: models ## run the test suite (real models, real gRPC servers, PostgreSQL at 127.0.0.1)
+test: models ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1)
+	$(BIN)/pytest -q -m "not extended"
+
+test-all: models ## every test, including the `extended` ones CI covers more broadly
 	$(BIN)/pytest -q
 
 test-fast: install ## tests that need no model weights

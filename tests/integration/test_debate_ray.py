@@ -23,6 +23,7 @@ ITEMS = [
 
 
 @pytest.mark.models
+@pytest.mark.extended  # test_serve_stack deploys this app with the others in CI
 @pytest.mark.usefixtures("local_ray")
 def test_concurrent_single_items_through_the_handle_match_in_process() -> None:
     from ray import serve

@@ -30,6 +30,7 @@ QUERIES = [
 
 
 @pytest.mark.models
+@pytest.mark.extended  # test_serve_stack deploys this app with the others in CI
 @pytest.mark.slow  # ~40 s of Ray start-up and replica load; 2 min on a busy machine
 @pytest.mark.usefixtures("local_ray")
 def test_concurrent_single_pairs_through_the_handle_match_in_process() -> None:

@@ -145,6 +145,7 @@ def test_an_off_topic_question_falls_back(stack: Stack) -> None:
     assert response.answer == stack.settings.gateway.fallback_answer
 
 
+@pytest.mark.extended  # a second full model load; the demo runs this mode
 def test_in_process_discovery_decides_the_same(stack: Stack, tmp_path: Path) -> None:
     settings = _settings(
         stack.settings.data_dir,

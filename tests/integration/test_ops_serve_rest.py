@@ -18,7 +18,8 @@ from tribunal.ops import ServeRestClient
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.slow
+# The kmock tests cover the ops logic in CI; this one adds the REST path on a real Ray.
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 _APP = {
     "name": "echo",
