@@ -118,7 +118,7 @@ def _in_process_settings(profile: str | None, plain_threshold: float | None) -> 
         print(
             f"NOTE: accepting at a plain confidence >= {plain_threshold} "
             "(--plain-threshold): no hallucination-rate guarantee. The tiny profile's "
-            "shipped calibrator was fitted on 57 labelled rows, too few for any "
+            "shipped calibrator was built from 37 labelled rows, too few for any "
             "Clopper-Pearson threshold; pass --plain-threshold -1 to enforce the guarantee "
             "(every answer then falls back)."
         )
