@@ -55,8 +55,20 @@ from ._manifests import (
 __all__ = ["main", "rayservice_schema", "validate_rayservice", "validate_serve_config"]
 
 KUBE_VERSION = "1.33"
-CRD = Path(os.environ.get("TRIBUNAL_SHARED_DIR", REPO.parent / "shared")) / (
-    "schemas/kuberay/ray.io_rayservices.yaml"
+_CRD_NAME = "schemas/kuberay/ray.io_rayservices.yaml"
+# The shared folder sits beside the repository; a clone elsewhere (CI) finds it through
+# TRIBUNAL_SHARED_DIR or the workplace's fixed location, as the tests do.
+CRD = next(
+    (
+        folder / _CRD_NAME
+        for folder in (
+            Path(os.environ.get("TRIBUNAL_SHARED_DIR", REPO.parent / "shared")),
+            REPO.parent / "shared",
+            Path("/work/shared"),
+        )
+        if (folder / _CRD_NAME).is_file()
+    ),
+    REPO.parent / "shared" / _CRD_NAME,
 )
 _BUILTIN_GROUPS = ("v1", "apps/v1", "policy/v1", "networking.k8s.io/v1", "batch/v1", "rbac")
 
