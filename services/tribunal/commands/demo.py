@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--data", type=Path, default=Path("../shared/data/covid-qa"), help="COVID-QA folder"
     )
     parser.add_argument("--collection", default="covid-demo")
-    parser.add_argument("--queries", type=int, default=6, help="FAQ paraphrases to ask")
+    parser.add_argument("--queries", type=int, default=3, help="FAQ paraphrases to ask")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("-o", "--out", type=Path, default=Path(".build/demo/answers.json"))
     parser.add_argument(
@@ -122,10 +122,19 @@ def _in_process_settings(profile: str | None, plain_threshold: float | None) -> 
             "Clopper-Pearson threshold; pass --plain-threshold -1 to enforce the guarantee "
             "(every answer then falls back)."
         )
+    # One process on a CPU: a query takes about a minute of model time (six judges and the
+    # entailment cascade), more than the production stage caps allow, so the demo waits.
+    gateway = {
+        **base.gateway.model_dump(),
+        "discovery": "in-process",
+        "candidates": 1,
+        "deadline_s": 1800.0,
+        "stage_timeout_s": dict.fromkeys(base.gateway.stage_timeout_s, 900.0),
+    }
     return load_settings(
         profile,
         server={**base.server.model_dump(), "port": 0, "metrics_port": None, "auth_token": None},
-        gateway={**base.gateway.model_dump(), "discovery": "in-process"},
+        gateway=gateway,
         confidence=confidence,
     )
 
