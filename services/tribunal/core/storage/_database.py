@@ -81,6 +81,12 @@ class DecisionRecord:
         return data
 
 
+# The record fields stored as same-named columns (id and created_at are set on write).
+_DECISION_COLUMNS: tuple[str, ...] = tuple(
+    f.name for f in fields(DecisionRecord) if f.name not in ("id", "created_at")
+)
+
+
 @dataclass(frozen=True)
 class EscalationRecord:
     """An item waiting for human review."""
@@ -187,26 +193,9 @@ class Database:
     def append_decision(self, record: DecisionRecord) -> str:
         """Write one decision; returns its id."""
         audit_id = record.id or uuid.uuid4().hex
-        row = AuditDecisionRow(
-            id=audit_id,
-            kind=record.kind,
-            request_id=record.request_id,
-            query=record.query,
-            collection=record.collection,
-            decision=record.decision,
-            reason=record.reason,
-            failed_stage=record.failed_stage,
-            error=record.error,
-            confidence=record.confidence,
-            threshold=record.threshold,
-            kb_entry_id=record.kb_entry_id,
-            candidate_ids=list(record.candidate_ids),
-            signals=record.signals,
-            versions=record.versions,
-            latencies_ms=record.latencies_ms,
-            total_ms=record.total_ms,
-            detail=record.detail,
-        )
+        values = {name: getattr(record, name) for name in _DECISION_COLUMNS}
+        values["candidate_ids"] = list(record.candidate_ids)
+        row = AuditDecisionRow(id=audit_id, **values)
         with self.session() as session:
             session.add(row)
         return audit_id
@@ -310,24 +299,6 @@ class Database:
 
 
 def _decision_record(row: AuditDecisionRow) -> DecisionRecord:
-    return DecisionRecord(
-        kind=row.kind,
-        query=row.query,
-        decision=row.decision,
-        request_id=row.request_id,
-        collection=row.collection,
-        reason=row.reason,
-        failed_stage=row.failed_stage,
-        error=row.error,
-        confidence=row.confidence,
-        threshold=row.threshold,
-        kb_entry_id=row.kb_entry_id,
-        candidate_ids=tuple(row.candidate_ids),
-        signals=row.signals,
-        versions=row.versions,
-        latencies_ms=row.latencies_ms,
-        total_ms=row.total_ms,
-        detail=row.detail,
-        id=row.id,
-        created_at=row.created_at,
-    )
+    values = {name: getattr(row, name) for name in _DECISION_COLUMNS}
+    values["candidate_ids"] = tuple(row.candidate_ids)
+    return DecisionRecord(**values, id=row.id, created_at=row.created_at)
