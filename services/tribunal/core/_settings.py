@@ -352,6 +352,11 @@ class LLMSettings(_Strict):
     """CPU threads for llama.cpp and torch; None keeps the libraries' defaults."""
     prefix_cache: bool = True
     """Reuse the KV cache of the prompt prefix shared with the previous prompts."""
+    response_cache: Path | None = None
+    """SQLite file of answers reused across calls, processes and runs (decoding is greedy,
+    so an answer is a function of model and prompt): for evaluations, sweeps and bulk
+    jobs; None (the default, and for serving): off. A reused answer carries the cost of
+    the run that computed it."""
     json_retries: int = Field(2, ge=0, le=10)
     """Extra attempts when generated JSON is invalid, each told what was wrong."""
     json_grammar: Literal["never", "retry", "always"] = "retry"

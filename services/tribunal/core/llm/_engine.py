@@ -20,6 +20,14 @@ from pydantic import BaseModel
 
 from .._errors import InvalidArgumentError
 from .._settings import LLMSettings
+from ._cache import (
+    ResponseCache,
+    cache_key,
+    generation_from_dict,
+    generation_to_dict,
+    usage_from_dict,
+    usage_to_dict,
+)
 from ._errors import MalformedOutputError, PromptTooLongError
 from ._json import SchemaLike, SchemaValidator
 from ._types import (
@@ -60,6 +68,9 @@ class LLMEngine(abc.ABC, Generic[P]):
         self._model_lock = threading.Lock()
         self._usage_lock = threading.Lock()
         self._usage = Usage()
+        self._cache = (
+            ResponseCache(settings.response_cache) if settings.response_cache is not None else None
+        )
 
     # ----------------------------------------------------------------- backend hooks
     @abc.abstractmethod
@@ -87,6 +98,11 @@ class LLMEngine(abc.ABC, Generic[P]):
     def close(self) -> None:
         """Release the model (backends with native resources override this)."""
 
+    @property
+    def response_cache(self) -> ResponseCache | None:
+        """The persistent answer cache (``llm.response_cache``), None when off."""
+        return self._cache
+
     # ----------------------------------------------------------------- public calls
     @property
     def usage(self) -> Usage:
@@ -107,21 +123,44 @@ class LLMEngine(abc.ABC, Generic[P]):
         items = [as_prompt(p) for p in prompts]
         started = time.perf_counter()
         prepared = self._prepare_all(items)
+        keys = self._cache_keys("p_yes", items)
+        cached = self._cache.get_many(keys) if self._cache is not None and keys else {}
         scores: list[tuple[float, float]] = [(0.0, 0.0)] * len(items)
+        reused = Usage()
+        todo: list[int] = []
+        for index in range(len(items)):
+            hit = cached.get(keys[index]) if keys else None
+            if hit is None:
+                todo.append(index)
+                continue
+            scores[index] = (float(hit["p_yes"]), float(hit["mass"]))
+            reused += usage_from_dict(hit["usage"])
         usage = Usage()
-        for batch in self._batches(prepared):
+        fresh: dict[str, dict[str, Any]] = {}
+        for batch in self._batches([prepared[i] for i in todo]):
+            batch_started = time.perf_counter()
             with self._model_lock:
-                values, batch_usage = self._score_batch([prepared[i] for i in batch])
+                values, batch_usage = self._score_batch([prepared[todo[j]] for j in batch])
             usage += batch_usage
-            for index, value in zip(batch, values, strict=True):
+            share = (time.perf_counter() - batch_started) / len(batch)
+            for j, value in zip(batch, values, strict=True):
+                index = todo[j]
                 scores[index] = value
-        usage = replace(usage, seconds=time.perf_counter() - started, calls=len(items))
+                if keys:
+                    one = Usage(prompt_tokens=self._length(prepared[index]), seconds=share, calls=1)
+                    fresh[keys[index]] = {
+                        "p_yes": value[0],
+                        "mass": value[1],
+                        "usage": usage_to_dict(one),
+                    }
+        usage = replace(usage, seconds=time.perf_counter() - started, calls=len(todo))
         self._account(usage)
+        self._remember(fresh, hits=len(items) - len(todo))
         return YesNoBatch(
             p_yes=[s[0] for s in scores],
             yes_no_mass=[s[1] for s in scores],
             prompt_ids=[p.prompt_id for p in items],
-            usage=usage,
+            usage=usage + reused,
         )
 
     def p_yes(self, prompts: Sequence[PromptLike]) -> list[float]:
@@ -302,22 +341,45 @@ class LLMEngine(abc.ABC, Generic[P]):
             )
         started = time.perf_counter()
         prepared = self._prepare_all(items)
+        keys = self._cache_keys("generate", items, max_new_tokens=budget, grammar=grammar)
+        cached = self._cache.get_many(keys) if self._cache is not None and keys else {}
         out: list[Generation | None] = [None] * len(items)
-        for batch in self._batches(prepared):
+        for index, key in enumerate(keys):
+            if key in cached:
+                out[index] = generation_from_dict(cached[key], items[index].prompt_id)
+        todo = [i for i, one in enumerate(out) if one is None]
+        fresh: dict[str, dict[str, Any]] = {}
+        computed = Usage()
+        for batch in self._batches([prepared[i] for i in todo]):
             batch_started = time.perf_counter()
             with self._model_lock:
-                generations = self._generate_batch([prepared[i] for i in batch], budget, grammar)
+                generations = self._generate_batch(
+                    [prepared[todo[j]] for j in batch], budget, grammar
+                )
             # A batch runs together: each prompt is charged an equal share of its time.
             share = (time.perf_counter() - batch_started) / len(batch)
-            for index, generation in zip(batch, generations, strict=True):
+            for j, generation in zip(batch, generations, strict=True):
+                index = todo[j]
                 usage = replace(generation.usage, seconds=share)
-                out[index] = replace(generation, usage=usage, prompt_id=items[index].prompt_id)
-        done = [g for g in out if g is not None]
-        total = Usage()
-        for one in done:
-            total += one.usage
-        self._account(replace(total, seconds=time.perf_counter() - started, calls=len(items)))
-        return done
+                done = replace(generation, usage=usage, prompt_id=items[index].prompt_id)
+                out[index] = done
+                computed += usage
+                if keys:
+                    fresh[keys[index]] = generation_to_dict(done)
+        self._account(replace(computed, seconds=time.perf_counter() - started, calls=len(todo)))
+        self._remember(fresh, hits=len(items) - len(todo))
+        return [g for g in out if g is not None]
+
+    def _cache_keys(self, call: str, items: list[Prompt], **bounds: Any) -> list[str]:
+        """Cache keys of the prompts; empty when ``llm.response_cache`` is off."""
+        if self._cache is None:
+            return []
+        return [cache_key(self.backend, self.model_name, call, p, **bounds) for p in items]
+
+    def _remember(self, fresh: dict[str, dict[str, Any]], *, hits: int) -> None:
+        if self._cache is not None:
+            self._cache.put_many(fresh)
+            self._cache.count(hits, len(fresh))
 
     def _account(self, usage: Usage) -> None:
         with self._usage_lock:
