@@ -12,7 +12,7 @@ export RAY_TMPDIR ?= $(CURDIR)/.build/ray
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
 .DEFAULT_GOAL := help
-.PHONY: help install models demo test test-all test-fast lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests
+.PHONY: help install models demo test test-all test-fast lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests browser
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -32,14 +32,21 @@ demo: models ## the main job: install, fetch the models, build the COVID FAQ KB,
 	$(BIN)/tribunal models list --profile $(PROFILE)
 	$(BIN)/tribunal demo --profile $(PROFILE)
 
-test: models ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1)
+test: models browser ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1)
 	$(BIN)/pytest -q -m "not extended"
 
-test-all: models ## every test, including the `extended` ones CI covers more broadly
+test-all: models browser ## every test, including the `extended` ones CI covers more broadly
 	$(BIN)/pytest -q
 
-test-fast: install ## tests that need no model weights
+test-fast: install browser ## tests that need no model weights
 	$(BIN)/pytest -q -m "not models"
+
+# The review page's browser test drives Debian's chromium through Playwright
+# (executable_path): never `playwright install`, which downloads its own build.
+browser: ## Debian's chromium for the review page's browser test (apt, once)
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y --no-install-recommends chromium; }
 
 lint: install ## ruff (lint + format check), mypy on services/, buf lint on protos/
 	$(BIN)/ruff check services tests bench loadtest

@@ -14,8 +14,10 @@ from .commands import demo as demo_commands
 from .commands import ensemble as ensemble_commands
 from .commands import evaluate as eval_commands
 from .commands import kb as kb_commands
+from .commands import label as label_commands
 from .commands import models as models_commands
 from .commands import ops as ops_commands
+from .commands import review as review_commands
 from .commands import serve as serve_commands
 from .core import TribunalError, configure_logging
 
@@ -40,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo_commands.register(sub)
     ensemble_commands.register(sub)
     ops_commands.register(sub)
+    label_commands.register(sub)
+    review_commands.register(sub)
     return parser
 
 

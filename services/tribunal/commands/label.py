@@ -1,0 +1,369 @@
+"""``tribunal label run|status|export|aggregate``: bulk relevance labelling jobs.
+
+``run`` reads the input (JSONL, a BEIR folder, or TREC topics + run), registers the job
+and its items in the store, labels every pending item through ``Gateway.Label``'s
+pipeline (local worker threads, ``--ray`` for an actor pool, or ``--gateway`` for a
+running gateway) and writes the outputs. ``--resume`` continues a job after any stop,
+``kill -9`` included: each item ends labelled exactly once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core import FailedPreconditionError, InvalidArgumentError, Settings, load_settings
+
+__all__ = ["register"]
+
+_OUTPUTS = {
+    "labels": "labels.jsonl",
+    "qrels": "qrels.txt",
+    "holes": "qrels.holes.txt",
+    "escalations": "escalations.jsonl",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("label", help="bulk relevance labelling jobs (run, status, export)")
+    actions = parser.add_subparsers(dest="label_command", required=True, metavar="ACTION")
+
+    run = actions.add_parser(
+        "run", help="label every item of an input; --resume continues a stopped job"
+    )
+    run.add_argument("--job", required=True, help="job name (the store's key)")
+    run.add_argument(
+        "--input",
+        type=Path,
+        default=None,
+        help="JSONL file, BEIR folder, or TREC topics file (on --resume: the job's own)",
+    )
+    run.add_argument(
+        "--format", choices=("jsonl", "beir", "trec"), default=None, help="default: by --input"
+    )
+    run.add_argument("--run", type=Path, default=None, help="TREC run of candidates (BEIR, TREC)")
+    run.add_argument("--qrels", type=Path, default=None, help="TREC: qrels of judged pairs")
+    run.add_argument("--corpus", type=Path, default=None, help="TREC: docid<TAB>text or JSONL")
+    run.add_argument("--depth", type=int, default=None, help="candidates per query from --run")
+    run.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    run.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="FIELD=KEY",
+        help="JSONL: read item FIELD (query, chunk, answers, item_id, query_id, doc_id, "
+        "gold) from KEY",
+    )
+    run.add_argument("--limit", type=int, default=None, help="only the first N input items")
+    run.add_argument(
+        "--mode",
+        choices=("cascade", "debate", "judge"),
+        default=None,
+        help="judges then debate when unsure (cascade, the default), DREAM on every item "
+        "(debate), or the judges alone (judge)",
+    )
+    run.add_argument("--resume", action="store_true", help="continue an existing job")
+    run.add_argument("--workers", type=int, default=None, help="worker threads / Ray actors")
+    run.add_argument("--batch-size", type=int, default=4, help="items per worker call")
+    run.add_argument("--ray", action="store_true", help="run on Ray Data with an actor pool")
+    run.add_argument("--ray-address", default=None, help="an existing Ray cluster (--ray)")
+    run.add_argument("--gateway", default=None, help="host:port of a running gateway")
+    run.add_argument("--token", default=None, help="bearer token of --gateway")
+    run.add_argument("--database-url", default=None, help="default: settings.database_url")
+    run.add_argument("--profile", default=None, help="profile name or YAML path")
+    run.add_argument(
+        "--out", type=Path, default=None, help="outputs folder (default DATA_DIR/jobs/JOB)"
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--report", type=Path, default=None, help="write the cost report as JSON")
+    run.set_defaults(func=_run)
+
+    status = actions.add_parser("status", help="jobs and their counts")
+    status.add_argument("--job", default=None, help="one job (default: all)")
+    status.add_argument("--database-url", default=None)
+    status.add_argument("--profile", default=None)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=_status)
+
+    export = actions.add_parser(
+        "export", help="labels JSONL, qrels (+ holes), escalation queue of a job"
+    )
+    export.add_argument("--job", required=True)
+    export.add_argument("--out", type=Path, default=None, help="folder for all four files")
+    for name, default in _OUTPUTS.items():
+        export.add_argument(f"--{name}", type=Path, default=None, help=f"default OUT/{default}")
+    export.add_argument("--database-url", default=None)
+    export.add_argument("--profile", default=None)
+    export.set_defaults(func=_export)
+
+    _register_aggregate(actions)
+
+
+def _register_aggregate(actions: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``label aggregate`` lives in its own module (human-label aggregation)."""
+    name = f"{__package__}._label_aggregate"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        return  # not installed yet: `label` works without it
+    aggregate = actions.add_parser(
+        "aggregate", help="aggregate human votes on escalated items into labels"
+    )
+    module.add_arguments(aggregate)
+    aggregate.set_defaults(func=module.run)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    base = load_settings(args.profile)
+    overrides: dict[str, Any] = {}
+    if args.database_url:
+        overrides["database_url"] = args.database_url
+    if getattr(args, "label_command", "") == "run":
+        # A job waits for the models however slow the machine is: a labelling item is
+        # never given up on because a CPU took minutes (the gateway's caps are for users).
+        overrides["gateway"] = {
+            **base.gateway.model_dump(),
+            "deadline_s": 3600.0,
+            "stage_timeout_s": dict.fromkeys(base.gateway.stage_timeout_s, 3600.0),
+        }
+        overrides["server"] = {**base.server.model_dump(), "port": 0, "metrics_port": None}
+    return load_settings(args.profile, **overrides) if overrides else base
+
+
+def _store(settings: Settings) -> Any:
+    from ..jobs import JobStore
+
+    return JobStore.from_url(settings.database_url)
+
+
+def _fields(pairs: list[str]) -> dict[str, str]:
+    fields = {}
+    for pair in pairs:
+        name, eq, key = pair.partition("=")
+        if not eq or not name or not key:
+            raise InvalidArgumentError(f"--field {pair!r} must be FIELD=KEY", field="field")
+        fields[name] = key
+    return fields
+
+
+def _spec(args: argparse.Namespace) -> Any:
+    from ..jobs import InputSpec, detect_format
+
+    if args.input is None:
+        raise InvalidArgumentError("a new job needs --input", field="input")
+    return InputSpec(
+        path=args.input,
+        format=args.format or detect_format(args.input),
+        run=args.run,
+        qrels=args.qrels,
+        corpus=args.corpus,
+        depth=args.depth,
+        split=args.split,
+        fields=_fields(args.field),
+    )
+
+
+def _provenance(settings: Settings, mode: str) -> dict[str, Any]:
+    roles = settings.roles
+    return {
+        "profile": settings.profile,
+        "llm_backend": settings.llm_backend,
+        "judges": list(settings.ensemble.judges) if settings.ensemble.judges else None,
+        "judge_models": list(roles.judges) if roles else None,
+        "debate_agents": list(roles.debate_agents) if roles else None,
+        "aggregator": settings.ensemble.aggregator,
+        "label_relevant_at": settings.gateway.label_relevant_at,
+        "label_irrelevant_at": settings.gateway.label_irrelevant_at,
+        "label_max_rounds": settings.gateway.label_max_rounds,
+        "mode": mode,
+    }
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..jobs import check_job_name
+
+    check_job_name(args.job)
+    for name in ("workers", "batch_size", "limit", "depth"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise InvalidArgumentError(f"--{name.replace('_', '-')} must be >= 1", field=name)
+    if args.ray and args.gateway:
+        raise InvalidArgumentError("choose --ray or --gateway, not both", field="ray")
+    settings = _settings(args)
+    store = _store(settings)
+    try:
+        mode = _open_job(args, settings, store)
+        report = _label(args, settings, store, mode)
+        print(report.text())
+        if args.report is not None:
+            args.report.parent.mkdir(parents=True, exist_ok=True)
+            args.report.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        out = args.out or settings.data_dir / "jobs" / args.job
+        _write_outputs(store, args.job, {name: out / file for name, file in _OUTPUTS.items()})
+        return 0 if report.remaining == 0 else 1
+    finally:
+        store.close()
+
+
+def _open_job(args: argparse.Namespace, settings: Settings, store: Any) -> str:
+    """Register the job (or check the one resumed) and add its items; returns the mode.
+
+    Items are added on a resume too (idempotently): a job killed while its items were
+    being inserted gets the rest.
+    """
+    from ..jobs import InputSpec, read_items
+
+    if args.resume:
+        job = store.job(args.job)
+        mode: str = args.mode or job.mode
+        described = dict(job.source)
+        spec = _spec(args) if args.input is not None else InputSpec.from_description(described)
+        limit = args.limit if args.limit is not None else described.get("limit")
+        store.create_job(args.job, mode=mode, settings={}, source={}, resume=True)
+    else:
+        mode = args.mode or settings.gateway.label_mode
+        spec = _spec(args)
+        limit = args.limit
+    items = read_items(spec)[:limit]
+    if not items:
+        raise InvalidArgumentError(f"{spec.path} holds no items", field="input")
+    if not args.resume:
+        store.create_job(
+            args.job,
+            mode=mode,
+            settings=_provenance(settings, mode),
+            source={**spec.describe(), "limit": limit},
+        )
+    added = store.add_items(args.job, items)
+    counts = store.counts(args.job)
+    print(
+        f"job {args.job}: {counts.total} item(s), {counts.finished} already labelled, "
+        f"{counts.pending} to label ({added} added now; mode {mode}; store "
+        f"{store.db.engine.url.render_as_string()})",
+        flush=True,
+    )
+    return mode
+
+
+def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) -> Any:
+    from ..jobs import GatewayLabeller, Labeller, PipelineLabeller, run_job
+
+    if args.ray:
+        from ..jobs._ray import run_on_ray
+
+        return run_on_ray(
+            store,
+            args.job,
+            settings,
+            mode=mode,
+            workers=args.workers,
+            batch_size=args.batch_size,
+            progress=not args.no_progress,
+            address=args.ray_address,
+        )
+    started = time.perf_counter()
+    labeller: Labeller
+    if args.gateway:
+        labeller = GatewayLabeller(args.gateway, mode, token=args.token)
+    elif store.counts(args.job).pending:
+        print("loading the models ...", flush=True)
+        labeller = PipelineLabeller(settings, mode)
+    else:
+        labeller = _Nothing()
+    loaded = time.perf_counter() - started
+    try:
+        return run_job(
+            store,
+            args.job,
+            labeller,
+            mode=mode,
+            workers=args.workers or 1,
+            batch_size=args.batch_size,
+            progress=not args.no_progress,
+            load_seconds=loaded,
+        )
+    finally:
+        labeller.close()
+
+
+class _Nothing:
+    """A job with nothing pending loads no models."""
+
+    def label(self, items: Any) -> list[Any]:
+        raise FailedPreconditionError("no item should reach a finished job's labeller")
+
+    def close(self) -> None:
+        return None
+
+
+def _write_outputs(store: Any, job: str, paths: dict[str, Path]) -> None:
+    from ..jobs import export_job
+
+    counts = export_job(store, job, **paths)
+    print(
+        f"outputs: {counts.labels} labelled -> {paths['labels']}; {counts.qrels} qrels "
+        f"({counts.holes} new holes -> {paths['holes']}) -> {paths['qrels']}; "
+        f"{counts.escalations} for humans -> {paths['escalations']}"
+        + (f"; {counts.pending} still pending" if counts.pending else "")
+    )
+
+
+def _status(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    store = _store(settings)
+    try:
+        jobs = [store.job(args.job)] if args.job else store.jobs()
+        rows = [
+            {
+                "job": job.name,
+                "mode": job.mode,
+                "status": job.status,
+                "created_at": job.created_at.isoformat() if job.created_at else None,
+                **store.counts(job.name).to_json(),
+            }
+            for job in jobs
+        ]
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no label jobs", file=sys.stderr)
+        return 0
+    print("| job | mode | status | total | labelled | relevant | escalated | pending | tokens |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        cells = [
+            row["job"],
+            row["mode"],
+            row["status"],
+            row["total"],
+            row["finished"],
+            row["relevant"],
+            row["escalated"],
+            row["pending"],
+            row["tokens"],
+        ]
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    store = _store(settings)
+    try:
+        store.job(args.job)
+        out = args.out or settings.data_dir / "jobs" / args.job
+        paths = {name: getattr(args, name) or out / file for name, file in _OUTPUTS.items()}
+        _write_outputs(store, args.job, paths)
+    finally:
+        store.close()
+    return 0

@@ -1,0 +1,48 @@
+"""The human review votes, on the store's shared metadata (SQLite or PostgreSQL).
+
+One row per (item, annotator): the unique key makes a double submit (a second
+click, a retried request) a no-op, and it is what guarantees that an annotator
+labels an item at most once. Attention-check votes carry the expected label, so
+an annotator's attention accuracy is computed from this table alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Boolean, DateTime, Float, Index, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ..core.storage import Base
+
+__all__ = ["ReviewVoteRow"]
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class ReviewVoteRow(Base):
+    """One annotator's label for one review item (an escalation or an attention check)."""
+
+    __tablename__ = "review_votes"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    item_key: Mapped[str] = mapped_column(String(160))
+    """The escalation id, or ``attention:<id>`` for an attention-check item."""
+    job: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    """The labelling job the review session served (``--job``), if any."""
+    annotator: Mapped[str] = mapped_column(String(128))
+    label: Mapped[str] = mapped_column(String(16))
+    """``relevant`` or ``irrelevant``."""
+    is_attention: Mapped[bool] = mapped_column(Boolean, default=False)
+    expected_label: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    """The known answer of an attention-check item; null for real items."""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_utcnow)
+    seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """Time the annotator spent on the item (page shown → vote), as the browser measured."""
+
+    __table_args__ = (
+        UniqueConstraint("item_key", "annotator", name="uq_review_votes_item_annotator"),
+        Index("ix_review_votes_annotator", "annotator"),
+    )

@@ -1,0 +1,424 @@
+"""JobStore: label jobs and their items over :class:`tribunal.core.storage.Database`.
+
+Exactly once, on SQLite and PostgreSQL alike: items are inserted with ON CONFLICT DO
+NOTHING on (job, item_id), and a result is an UPDATE guarded by ``finished_at IS NULL``,
+so a second write of the same item (a re-run after a crash between the model call and
+the write, or two runners on one job) changes nothing and reports so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import case, func, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+
+from ..core import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    UnavailableError,
+)
+from ..core.storage import Database
+from ._inputs import LabelItem
+from ._tables import JobItemRow, LabelJobRow
+
+__all__ = ["ItemResult", "JobCounts", "JobInfo", "JobItem", "JobStore"]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_INSERT_CHUNK = 500
+_PAGE = 1_000
+SOURCES = ("JUDGES", "DEBATE", "HUMAN_QUEUE")
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """What labelling one item produced (a row of the gateway's LabelResponse)."""
+
+    item_id: str
+    label: int | None
+    """1 relevant, 0 irrelevant, None: queued for humans."""
+    source: str
+    """``JUDGES``, ``DEBATE`` or ``HUMAN_QUEUE``."""
+    p_relevant: float | None = None
+    outcome: str = ""
+    tokens: int = 0
+    seconds: float = 0.0
+    escalation_id: str = ""
+    audit_id: str = ""
+
+
+@dataclass(frozen=True)
+class JobItem:
+    """An item of a job with its result (None while pending) and any human label."""
+
+    item: LabelItem
+    position: int
+    result: ItemResult | None = None
+    finished_at: dt.datetime | None = None
+    human_label: int | None = None
+    human_method: str | None = None
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    name: str
+    mode: str
+    settings: dict[str, Any]
+    source: dict[str, Any]
+    status: str
+    created_at: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class JobCounts:
+    """Where a job stands."""
+
+    total: int
+    finished: int
+    relevant: int
+    irrelevant: int
+    escalated: int
+    human_labelled: int
+    tokens: int
+    seconds: float
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.finished
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "finished": self.finished,
+            "pending": self.pending,
+            "relevant": self.relevant,
+            "irrelevant": self.irrelevant,
+            "escalated": self.escalated,
+            "human_labelled": self.human_labelled,
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def check_job_name(name: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise InvalidArgumentError(
+            f"job name {name!r} must be 1-128 characters of letters, digits, '.', '_' or '-' "
+            "and start with a letter or digit",
+            field="job",
+        )
+    return name
+
+
+class JobStore:
+    """Label jobs in the store; safe across threads and processes."""
+
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        self._create_tables()
+
+    @classmethod
+    def from_url(cls, url: str) -> JobStore:
+        return cls(Database(url))
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _create_tables(self) -> None:
+        # The Database creates the tables registered when it first connects; these may
+        # have been imported after that, so create them here too (idempotent).
+        tables = [LabelJobRow.__table__, JobItemRow.__table__]
+        try:
+            with self.db.engine.begin() as connection:
+                if self.db.dialect == "postgresql":
+                    # Two runners starting at once would race on CREATE TABLE.
+                    connection.execute(text("SELECT pg_advisory_xact_lock(712002)"))
+                LabelJobRow.metadata.create_all(connection, tables=tables)  # type: ignore[arg-type]
+        except SQLAlchemyError as exc:
+            raise UnavailableError(f"cannot prepare the job tables: {exc}") from exc
+
+    def _insert(self) -> Any:
+        return postgresql.insert if self.db.dialect == "postgresql" else sqlite.insert
+
+    # -- jobs ---------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        name: str,
+        *,
+        mode: str,
+        settings: Mapping[str, Any],
+        source: Mapping[str, Any],
+        resume: bool = False,
+    ) -> JobInfo:
+        """Register a new job, or (``resume``) return the existing one.
+
+        Raises:
+            FailedPreconditionError: the job exists and ``resume`` is false.
+            NotFoundError: ``resume`` and there is no such job.
+            InvalidArgumentError: ``resume`` with a different mode than the job's.
+        """
+        check_job_name(name)
+        if resume:
+            job = self.job(name)
+            if job.mode != mode:
+                raise InvalidArgumentError(
+                    f"job {name!r} runs in mode {job.mode!r}; resume it with --mode "
+                    f"{job.mode} (or leave --mode out)",
+                    field="mode",
+                )
+            return job
+        statement = (
+            self._insert()(LabelJobRow)
+            .values(
+                name=name,
+                mode=mode,
+                settings=dict(settings),
+                source=dict(source),
+                created_at=dt.datetime.now(dt.UTC),
+                status="created",
+            )
+            .on_conflict_do_nothing()
+            # RETURNING, not rowcount: psycopg reports -1 for INSERT .. ON CONFLICT here.
+            .returning(LabelJobRow.name)
+        )
+        with self.db.session() as session:
+            inserted = session.execute(statement).scalar_one_or_none()
+        if inserted is None:
+            raise FailedPreconditionError(
+                f"job {name!r} already exists; pass --resume to continue it, or choose "
+                "another --job name",
+                field="job",
+            )
+        return self.job(name)
+
+    def job(self, name: str) -> JobInfo:
+        with self.db.session() as session:
+            row = session.get(LabelJobRow, name)
+            if row is None:
+                raise NotFoundError(
+                    f"no label job {name!r} in {self.db.engine.url.render_as_string()}; "
+                    "`tribunal label status` lists the jobs"
+                )
+            return _job_info(row)
+
+    def jobs(self) -> list[JobInfo]:
+        with self.db.session() as session:
+            rows = session.scalars(select(LabelJobRow).order_by(LabelJobRow.created_at)).all()
+            return [_job_info(row) for row in rows]
+
+    def set_status(self, name: str, status: str) -> None:
+        with self.db.session() as session:
+            session.execute(
+                update(LabelJobRow).where(LabelJobRow.name == name).values(status=status)
+            )
+
+    # -- items --------------------------------------------------------------------------
+
+    def add_items(self, name: str, items: Iterable[LabelItem]) -> int:
+        """Insert the items not yet in the job (keyed by item id); returns how many were new.
+
+        Positions continue after the job's last one, so a resume that adds nothing
+        keeps the original order.
+        """
+        before = self._count(name)
+        position = self._next_position(name)
+        chunk: list[dict[str, Any]] = []
+        for item in items:
+            chunk.append(
+                {
+                    "job": name,
+                    "item_id": item.item_id,
+                    "position": position,
+                    "query_id": item.query_id,
+                    "doc_id": item.doc_id,
+                    "query": item.query,
+                    "chunk": item.chunk,
+                    "answers": list(item.answers),
+                    "gold": item.gold,
+                }
+            )
+            position += 1
+            if len(chunk) >= _INSERT_CHUNK:
+                self._insert_items(chunk)
+                chunk = []
+        if chunk:
+            self._insert_items(chunk)
+        return self._count(name) - before
+
+    def _insert_items(self, rows: list[dict[str, Any]]) -> None:
+        statement = self._insert()(JobItemRow).values(rows).on_conflict_do_nothing()
+        with self.db.session() as session:
+            session.execute(statement)
+
+    def _count(self, name: str) -> int:
+        with self.db.session() as session:
+            return int(session.scalar(select(func.count()).where(JobItemRow.job == name)) or 0)
+
+    def _next_position(self, name: str) -> int:
+        with self.db.session() as session:
+            last = session.scalar(
+                select(func.max(JobItemRow.position)).where(JobItemRow.job == name)
+            )
+            return 0 if last is None else int(last) + 1
+
+    def pending(self, name: str, *, limit: int | None = None) -> list[LabelItem]:
+        """Items without a result, in input order."""
+        statement = (
+            select(JobItemRow)
+            .where(JobItemRow.job == name, JobItemRow.finished_at.is_(None))
+            .order_by(JobItemRow.position)
+        )
+        if limit is not None:
+            statement = statement.limit(limit)
+        with self.db.session() as session:
+            return [_item(row) for row in session.scalars(statement)]
+
+    def record(self, name: str, results: Iterable[ItemResult]) -> int:
+        """Write results of items not yet finished (one transaction); returns how many
+        were written: an item already finished keeps its first result."""
+        now = dt.datetime.now(dt.UTC)
+        written = 0
+        with self.db.session() as session:
+            for result in results:
+                if result.source not in SOURCES:
+                    raise InvalidArgumentError(
+                        f"result source {result.source!r} is not one of {SOURCES}"
+                    )
+                changed = session.execute(
+                    update(JobItemRow)
+                    .where(
+                        JobItemRow.job == name,
+                        JobItemRow.item_id == result.item_id,
+                        JobItemRow.finished_at.is_(None),
+                    )
+                    .values(
+                        label=result.label,
+                        source=result.source,
+                        p_relevant=result.p_relevant,
+                        outcome=result.outcome or None,
+                        tokens=result.tokens,
+                        seconds=result.seconds,
+                        escalation_id=result.escalation_id or None,
+                        audit_id=result.audit_id or None,
+                        finished_at=now,
+                    )
+                    .returning(JobItemRow.item_id)
+                ).scalar_one_or_none()
+                written += changed is not None
+        return written
+
+    def set_human_label(self, name: str, item_id: str, label: int, method: str) -> None:
+        """The humans' label for an item (``method``: how their votes were aggregated)."""
+        if label not in (0, 1):
+            raise InvalidArgumentError(f"human label {label!r} must be 0 or 1", field="label")
+        with self.db.session() as session:
+            changed = session.execute(
+                update(JobItemRow)
+                .where(JobItemRow.job == name, JobItemRow.item_id == item_id)
+                .values(human_label=int(label), human_method=method)
+                .returning(JobItemRow.item_id)
+            ).scalar_one_or_none()
+        if changed is None:
+            raise NotFoundError(f"job {name!r} has no item {item_id!r}")
+
+    def counts(self, name: str) -> JobCounts:
+        finished = JobItemRow.finished_at.is_not(None)
+        statement = select(
+            func.count(),
+            func.count(JobItemRow.finished_at),
+            func.sum(case((JobItemRow.label == 1, 1), else_=0)),
+            func.sum(case((JobItemRow.label == 0, 1), else_=0)),
+            func.sum(case((finished & JobItemRow.label.is_(None), 1), else_=0)),
+            func.count(JobItemRow.human_label),
+            func.sum(JobItemRow.tokens),
+            func.sum(JobItemRow.seconds),
+        ).where(JobItemRow.job == name)
+        with self.db.session() as session:
+            row = session.execute(statement).one()
+        total, done, relevant, irrelevant, escalated, human, tokens, seconds = row
+        return JobCounts(
+            total=int(total),
+            finished=int(done),
+            relevant=int(relevant or 0),
+            irrelevant=int(irrelevant or 0),
+            escalated=int(escalated or 0),
+            human_labelled=int(human),
+            tokens=int(tokens or 0),
+            seconds=float(seconds or 0.0),
+        )
+
+    def items(self, name: str, *, finished: bool | None = None) -> Iterator[JobItem]:
+        """Every item of the job in input order (``finished``: only those / only pending),
+        read a page at a time."""
+        after = -1
+        while True:
+            statement = (
+                select(JobItemRow)
+                .where(JobItemRow.job == name, JobItemRow.position > after)
+                .order_by(JobItemRow.position)
+                .limit(_PAGE)
+            )
+            if finished is True:
+                statement = statement.where(JobItemRow.finished_at.is_not(None))
+            elif finished is False:
+                statement = statement.where(JobItemRow.finished_at.is_(None))
+            with self.db.session() as session:
+                page = [_job_item(row) for row in session.scalars(statement)]
+            yield from page
+            if len(page) < _PAGE:
+                return
+            after = page[-1].position
+
+
+def _job_info(row: LabelJobRow) -> JobInfo:
+    return JobInfo(
+        name=row.name,
+        mode=row.mode,
+        settings=dict(row.settings or {}),
+        source=dict(row.source or {}),
+        status=row.status,
+        created_at=row.created_at,
+    )
+
+
+def _item(row: JobItemRow) -> LabelItem:
+    return LabelItem(
+        item_id=row.item_id,
+        query=row.query,
+        chunk=row.chunk,
+        answers=tuple(row.answers or ()),
+        query_id=row.query_id,
+        doc_id=row.doc_id,
+        gold=row.gold,
+    )
+
+
+def _job_item(row: JobItemRow) -> JobItem:
+    result = None
+    if row.finished_at is not None:
+        result = ItemResult(
+            item_id=row.item_id,
+            label=row.label,
+            source=row.source or "",
+            p_relevant=row.p_relevant,
+            outcome=row.outcome or "",
+            tokens=row.tokens or 0,
+            seconds=row.seconds or 0.0,
+            escalation_id=row.escalation_id or "",
+            audit_id=row.audit_id or "",
+        )
+    return JobItem(
+        item=_item(row),
+        position=row.position,
+        result=result,
+        finished_at=row.finished_at,
+        human_label=row.human_label,
+        human_method=row.human_method,
+    )

@@ -1,0 +1,211 @@
+"""The review page in a real headless Chromium (Debian's, driven by Playwright).
+
+Two escalations with a debate history and one attention check on a fresh store
+(SQLite and PostgreSQL); an annotator labels them with the keyboard and the votes
+are read back from ``review_votes``. Set ``REVIEW_SCREENSHOT=docs/img/review.png``
+to refresh the README's screenshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from tribunal.core.storage import Database
+from tribunal.jobs._review import ReviewQueue, load_attention
+from tribunal.jobs._review_tables import ReviewVoteRow
+from tribunal.jobs._review_web import review_server
+
+from tests.integration._review_items import (
+    ATTENTION,
+    ESCALATIONS,
+    seed_escalations,
+    write_attention,
+)
+
+CHROMIUM = os.environ.get("CHROMIUM_EXECUTABLE", "/usr/bin/chromium")
+
+
+@dataclass
+class Site:
+    url: str
+    db: Database
+    escalations: list[str]
+
+
+@pytest.fixture
+def site(database_url: str, tmp_path: Path) -> Iterator[Site]:
+    """The review server on a free loopback port, in a thread, on a fresh store."""
+    db = Database(database_url)
+    escalations = seed_escalations(db, 2)
+    attention = load_attention(write_attention(tmp_path / "checks.jsonl", ATTENTION[:1]))
+    # seed 1: "rita"'s draws are 0.938, 0.017, 0.796 against the 0.2 rate, so she gets
+    # the first escalation, the attention check, then the second escalation.
+    queue = ReviewQueue(db, attention=attention, attention_rate=0.2, seed=1)
+    server, sock = review_server(queue, host="127.0.0.1", port=0)
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive(), "the review server exited during start-up"
+        assert time.monotonic() < deadline, "the review server did not start in 20 s"
+        time.sleep(0.05)
+    try:
+        yield Site(f"http://127.0.0.1:{port}", db, escalations)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+        db.close()
+
+
+def _votes(db: Database) -> list[tuple[str, str, str, bool, str | None]]:
+    with db.session() as session:
+        rows = session.scalars(select(ReviewVoteRow).order_by(ReviewVoteRow.created_at)).all()
+        assert all(row.seconds is not None and row.seconds >= 0 for row in rows)
+        return [
+            (row.item_key, row.annotator, row.label, row.is_attention, row.expected_label)
+            for row in rows
+        ]
+
+
+def test_label_items_with_the_keyboard(site: Site, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    assert shutil.which(CHROMIUM), f"{CHROMIUM} is missing: make browser"
+    e1, e2 = site.escalations
+    screenshot = Path(os.environ.get("REVIEW_SCREENSHOT", tmp_path / "review.png"))
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 860})
+            # A CSP violation or a script error shows up here.
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            page.on(
+                "console",
+                lambda message: problems.append(message.text) if message.type == "error" else None,
+            )
+            page.goto(site.url + "/")
+            message, query, progress = (
+                page.locator("#message"),
+                page.locator("#query"),
+                page.locator("#progress"),
+            )
+            expect(message).to_have_text("Enter your name to start.")
+            page.fill("#annotator", "rita")
+            page.press("#annotator", "Enter")
+
+            # Item 1: the first escalation, both agents' quotes highlighted.
+            expect(query).to_have_text(ESCALATIONS[0].query)
+            expect(page.locator("#passage mark")).to_have_text(
+                ["incubation period is 2 to 14 days", "Most people recover"]
+            )
+            expect(page.locator("#answers li")).to_have_text(["2 to 14 days"])
+            expect(page.locator("#rounds h3")).to_have_text(["Round 1", "Round 2"])
+            expect(page.locator("#rounds .turn .who").first).to_have_text(
+                "Agent A · qwen2.5-0.5b: relevant"
+            )
+            # Markup in a rationale is shown as text, never rendered.
+            expect(page.locator("#rounds .turn p").nth(1)).to_have_text(
+                "round 1: it is about <i>recovery</i>, not the query"
+            )
+            assert page.locator("#rounds i").count() == 0
+            expect(page.locator("#missing")).to_be_hidden()
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True)
+            page.keyboard.press("r")
+
+            # Item 2: the attention check, served like any item.
+            expect(progress).to_have_text("1 labelled")
+            expect(query).to_have_text(str(ATTENTION[0]["query"]))
+            expect(page.locator("#passage mark")).to_have_text(["Paris is the capital"])
+            expect(page.locator("#rounds h3")).to_have_text(["Round 1", "Round 2"])
+            page.keyboard.press("0")
+            expect(progress).to_have_text("2 labelled")
+            # The two keyboard votes are stored.
+            assert _votes(site.db) == [
+                (e1, "rita", "relevant", False, None),
+                ("attention:a1", "rita", "irrelevant", True, "relevant"),
+            ]
+
+            # Item 3: upper-case quote matched case-insensitively; a misquote is listed.
+            expect(query).to_have_text(ESCALATIONS[1].query)
+            expect(page.locator("#passage mark")).to_have_text(
+                ["the risk that they spread it is low"]
+            )
+            expect(page.locator("#missing-list li")).to_have_text(["cats are popular pets"])
+            expect(page.locator("#rounds .found")).to_have_text(
+                ["quote check: found", "quote check: not found"] * 2
+            )
+            page.keyboard.press("?")
+            expect(page.locator("#help")).to_be_visible()
+            page.keyboard.press("i")  # ignored while the help is open
+            page.keyboard.press("Escape")
+            expect(page.locator("#help")).to_be_hidden()
+            expect(progress).to_have_text("2 labelled")
+            page.keyboard.press("I")
+            expect(progress).to_have_text("3 labelled")
+            expect(message).to_have_text(
+                "The queue is empty: nothing is left for you to label. Thank you!"
+            )
+
+            # The name is remembered across a reload.
+            page.reload()
+            expect(page.locator("#annotator")).to_have_value("rita")
+            expect(progress).to_have_text("3 labelled")
+            expect(message).to_contain_text("The queue is empty")
+        finally:
+            browser.close()
+    assert problems == []
+    assert _votes(site.db)[2] == (e2, "rita", "irrelevant", False, None)
+    assert screenshot.stat().st_size > 10_000
+
+
+def _request(url: str, data: bytes | None = None, content_type: str = "") -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=data, method="POST" if data else "GET")
+    if content_type:
+        request.add_header("Content-Type", content_type)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_api_refuses_bad_requests_and_hides_attention(site: Site) -> None:
+    e1, _ = site.escalations
+    with urllib.request.urlopen(site.url + "/", timeout=10) as response:
+        csp = response.headers["Content-Security-Policy"]
+    assert "script-src 'sha256-" in csp
+    assert "frame-ancestors 'none'" in csp
+    vote = json.dumps({"annotator": "ann", "item": e1, "label": "relevant"}).encode()
+    assert _request(site.url + "/api/vote", vote, "text/plain") == (
+        415,
+        {"error": "send the vote as application/json"},
+    )
+    status, body = _request(site.url + "/api/next?annotator=")
+    assert (status, body["error"]) == (400, "annotator must be 1..128 characters, got 0")
+    bad = json.dumps({"annotator": "ann", "item": e1, "label": "yes"}).encode()
+    status, body = _request(site.url + "/api/vote", bad, "application/json")
+    assert (status, body["field"]) == (400, "label")
+    assert _request(site.url + "/api/vote", vote, "application/json") == (
+        200,
+        {"stored": True, "label": "relevant", "labelled": 1},
+    )
+    assert _request(site.url + "/api/vote", vote, "application/json")[1]["stored"] is False
+    status, stats = _request(site.url + "/api/stats")
+    assert status == 200
+    assert stats["items"] == {"waiting": 1, "in_progress": 1, "done": 0}
+    assert stats["annotators"] == [{"annotator": "ann", "votes": 1}]
