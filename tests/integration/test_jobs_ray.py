@@ -17,6 +17,9 @@ from tests.integration.test_jobs_resume import _env
 
 @pytest.mark.models
 @pytest.mark.slow
+# ~100 s, most of it Ray's start: the runner's code paths are shared with the local
+# pool tested in CI; `make test-all` runs this one (CI time budget).
+@pytest.mark.extended
 def test_a_job_on_ray_labels_every_item_once(tmp_path: Path) -> None:
     rows = (SHARED / "data" / "trec-dl-2019" / "dl19_judged_pairs.jsonl").read_text().splitlines()
     (tmp_path / "items.jsonl").write_text("\n".join(rows[:4]) + "\n")

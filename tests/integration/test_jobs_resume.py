@@ -70,6 +70,16 @@ def _finished(store: JobStore) -> int:
 
 @pytest.mark.models
 @pytest.mark.slow
+# Storage portability is covered on both databases by test_jobs_store.py; CI runs the
+# kill-and-resume on PostgreSQL and `make test-all` on SQLite too (CI time budget).
+@pytest.mark.parametrize(
+    "database_url",
+    [
+        pytest.param("sqlite", marks=pytest.mark.extended),
+        pytest.param("postgresql", marks=pytest.mark.postgres),
+    ],
+    indirect=True,
+)
 def test_a_killed_job_resumes_and_labels_every_item_once(database_url: str, tmp_path: Path) -> None:
     input_ids = _items(tmp_path / "items.jsonl")
     env = _env(tmp_path)
