@@ -33,7 +33,7 @@ demo: models ## the main job: install, fetch the models, build the COVID FAQ KB,
 	$(BIN)/tribunal demo --profile $(PROFILE)
 
 test: models browser ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1)
-	$(BIN)/pytest -q -m "not extended"
+	$(BIN)/pytest -q -m "not extended" --durations=25
 
 test-all: models browser ## every test, including the `extended` ones CI covers more broadly
 	$(BIN)/pytest -q
