@@ -27,6 +27,11 @@ EVALUATIONS: dict[str, tuple[str, str]] = {
         "tribunal.evaluation.judge",
         "single yes/no LLM judge: SciFact support and TREC DL relevance (bAcc, AUROC, s/item)",
     ),
+    "sweep": (
+        "tribunal.evaluation.sweep",
+        "prompt variants x models of the yes/no judges: calibrated, selected on one split, "
+        "reported on another (bAcc, AUROC, ECE, cascade escalation, cost, 95%% CIs)",
+    ),
     "retrieval": (
         "tribunal.evaluation.retrieval",
         "BM25, dense, hybrid (and hybrid+rerank) nDCG@10 / Recall@100 on BEIR SciFact",
