@@ -18,7 +18,7 @@ from ._errors import (
     TribunalError,
     UnavailableError,
 )
-from ._loading import load_embedder, model_path, resolve_device
+from ._loading import MODEL_LOAD_LOCK, load_embedder, model_path, resolve_device
 from ._logging import JsonFormatter, configure_logging
 from ._settings import (
     ConfidenceSettings,
@@ -39,6 +39,7 @@ from ._settings import (
 )
 
 __all__ = [
+    "MODEL_LOAD_LOCK",
     "ConfidenceSettings",
     "ConfigError",
     "DeadlineExceededError",

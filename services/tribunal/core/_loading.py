@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,18 @@ from .models import ModelStore, get_artifact
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["load_embedder", "model_path", "resolve_device"]
+__all__ = ["MODEL_LOAD_LOCK", "load_embedder", "model_path", "resolve_device"]
+
+MODEL_LOAD_LOCK = threading.RLock()
+"""Held around every transformers / sentence-transformers load in this process.
+
+transformers builds a model under process-wide patches (empty weights on the meta
+device, then filled from the checkpoint); two loads in different threads (the
+in-process stage host starts every service's loader at once) can leave a tied or
+missing parameter on the meta device — seen as "Cannot copy out of meta tensor" when
+the SmolLM2 judge loaded beside the embedder. Loads take seconds; serialising them
+costs nothing that matters.
+"""
 
 
 def resolve_device(settings: Settings) -> str:
@@ -53,5 +65,7 @@ def load_embedder(settings: Settings) -> SentenceTransformer:
     if spec.artifact is not None:
         # A local folder: keep libraries from reaching for the hub.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        return SentenceTransformer(str(model_path(settings, key)), device=device)
-    return SentenceTransformer(str(spec.hf_id), device=device)
+        with MODEL_LOAD_LOCK:
+            return SentenceTransformer(str(model_path(settings, key)), device=device)
+    with MODEL_LOAD_LOCK:
+        return SentenceTransformer(str(spec.hf_id), device=device)

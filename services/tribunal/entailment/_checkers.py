@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..core import ConfigError
+from ..core import MODEL_LOAD_LOCK, ConfigError
 
 __all__ = ["LexicalOverlapChecker", "NliCrossEncoderChecker", "SupportChecker", "SupportScore"]
 
@@ -68,8 +68,9 @@ class NliCrossEncoderChecker:
         self.batch_size = batch_size
         self.max_length = max_length
         self._torch = torch
-        self._tokenizer: Any = AutoTokenizer.from_pretrained(model)
-        self._model: Any = AutoModelForSequenceClassification.from_pretrained(model).to(device)
+        with MODEL_LOAD_LOCK:
+            self._tokenizer: Any = AutoTokenizer.from_pretrained(model)
+            self._model: Any = AutoModelForSequenceClassification.from_pretrained(model).to(device)
         self._model.eval()
         id2label = {int(k): v for k, v in self._model.config.id2label.items()}
         entail = _label_index(id2label, "entail")

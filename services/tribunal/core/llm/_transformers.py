@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from filelock import FileLock
 
+from .._loading import MODEL_LOAD_LOCK
 from .._settings import LLMSettings
 from ._local import LocalEngine, Tokens, common_prefix_length
 from ._types import Generation, Prompt, Usage
@@ -58,8 +59,11 @@ def convert_gguf(gguf_path: Path, target: Path) -> Path:
         partial = target.parent / f".{target.name}.partial-{os.getpid()}"
         shutil.rmtree(partial, ignore_errors=True)
         folder, name = str(gguf_path.parent), gguf_path.name
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.bfloat16)
+        with MODEL_LOAD_LOCK:
+            tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+            model = AutoModelForCausalLM.from_pretrained(
+                folder, gguf_file=name, dtype=torch.bfloat16
+            )
         # The weights are dequantised: a saved GGUF quantisation config would make
         # later loads look for the GGUF again.
         setattr(model, "hf_quantizer", None)  # noqa: B010 - typed as a module attribute
@@ -99,11 +103,12 @@ class TransformersEngine(LocalEngine):
             "float32": torch.float32,
         }[settings.torch_dtype]
         local = isinstance(source, Path)
-        self._tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=local)
-        model: Any = AutoModelForCausalLM.from_pretrained(
-            str(source), dtype=dtype, local_files_only=local
-        )
-        self._model = model.to(device)
+        with MODEL_LOAD_LOCK:
+            self._tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=local)
+            model: Any = AutoModelForCausalLM.from_pretrained(
+                str(source), dtype=dtype, local_files_only=local
+            )
+            self._model = model.to(device)
         self._model.eval()
         self._device = device
         if not self._tokenizer.chat_template:
