@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import grpc
@@ -93,12 +93,15 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             yield gateway_pb2.BatchLabelResponse(index=futures[future], result=future.result())
 
 
-def build_stage_host(settings: Settings) -> ServiceHost:
-    """Every stage's servicer on one loopback server on a free port, models loaded in turn."""
+def build_stage_host(
+    settings: Settings, stages: Sequence[str] = STAGES, *, name: str = "stages"
+) -> ServiceHost:
+    """The stages' servicers (default: every stage) on one loopback server on a free port,
+    models loaded in turn."""
     from ..commands.serve import SERVICES
 
     hosts = []
-    for stage in STAGES:
+    for stage in stages:
         module_name, _, function = SERVICES[stage].partition(":")
         factory: Callable[[Settings], ServiceHost] = getattr(
             importlib.import_module(module_name), function
@@ -115,7 +118,7 @@ def build_stage_host(settings: Settings) -> ServiceHost:
     )
     return ServiceHost(
         server,
-        name="stages",
+        name=name,
         bindings=[binding for host in hosts for binding in host.bindings],
         loader=load_all,
     )

@@ -11,9 +11,8 @@ running gateway's ``BatchLabel``. Both turn each LabelResponse into an
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import FailedPreconditionError, InternalError, InvalidArgumentError, Settings
@@ -95,31 +94,12 @@ def label_result(response: gateway_pb2.LabelResponse, seconds: float) -> ItemRes
 def build_label_stages(settings: Settings, stages: Sequence[str]) -> ServiceHost:
     """The named stages' servicers on one loopback gRPC server, models loaded in turn
     (``gateway.servicer.build_stage_host`` for a subset: a judge-only job never loads the
-    debate's models)."""
-    from ..commands.serve import SERVICES
-    from ..core.server import ServiceHost
+    debate's models). The loopback server takes no token: only this process dials it."""
+    from ..gateway.servicer import build_stage_host
 
-    hosts = []
-    for stage in stages:
-        module_name, _, function = SERVICES[stage].partition(":")
-        factory: Callable[[Settings], ServiceHost] = getattr(
-            importlib.import_module(module_name), function
-        )
-        hosts.append(factory(settings))
-
-    def load_all() -> None:
-        for host in hosts:
-            if host.loader is not None:
-                host.loader()
-
-    server = settings.server.model_copy(
-        update={"host": "127.0.0.1", "port": 0, "metrics_port": None, "auth_token": None}
-    )
-    return ServiceHost(
-        server,
-        name="label-stages",
-        bindings=[binding for host in hosts for binding in host.bindings],
-        loader=load_all,
+    server = settings.server.model_copy(update={"auth_token": None})
+    return build_stage_host(
+        settings.model_copy(update={"server": server}), stages, name="label-stages"
     )
 
 
