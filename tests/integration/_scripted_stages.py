@@ -48,6 +48,9 @@ class Script:
 
     behaviour: dict[str, str] = field(default_factory=dict)
     p_match: float = 0.9
+    """The ensemble's P(match), and the relevance judge's P(relevant)."""
+    relevance_threshold: float = 0.5
+    relevance_band: tuple[float, float] = (0.2, 0.8)
     hits: list[common_pb2.KbEntry] = field(default_factory=lambda: list(KB))
     debate_outcome: int = debate_pb2.DEBATE_OUTCOME_AGREED
     calls: dict[str, int] = field(default_factory=dict)
@@ -110,6 +113,21 @@ class _Ensemble(ensemble_pb2_grpc.EnsembleServiceServicer):
     def BatchMatch(self, request, context):  # type: ignore[no-untyped-def]
         mode = self.script.enter("ensemble", context)
         return ensemble_pb2.BatchMatchResponse(results=[self._one(r, mode) for r in request.items])
+
+    def JudgeRelevance(self, request, context):  # type: ignore[no-untyped-def]
+        mode = self.script.enter("ensemble", context)
+        low, high = self.script.relevance_band
+        return ensemble_pb2.JudgeRelevanceResponse(
+            p_relevant=1.7 if mode == "malformed" else self.script.p_match,
+            relevant=self.script.p_match >= self.script.relevance_threshold,
+            threshold=self.script.relevance_threshold,
+            band_low=low,
+            band_high=high,
+            features=[ensemble_pb2.RelevanceFeatureValue(name="llm_strong/yesno", value=0.8)],
+            usage=common_pb2.TokenUsage(prompt_tokens=50),
+            artifact_version="rel-test-1",
+            item_id=request.item_id,
+        )
 
 
 class _Entailment(entailment_pb2_grpc.EntailmentServiceServicer):

@@ -244,7 +244,7 @@ def test_label_cascade_unsure_judges_ask_the_debate(gw: Gateway) -> None:
         gateway_pb2.LABEL_SOURCE_DEBATE,
     )
     assert response.debate.outcome == debate_pb2.DEBATE_OUTCOME_AGREED
-    assert response.usage.prompt_tokens == 100
+    assert response.usage.prompt_tokens == 50 + 100  # the relevance judge's, then the debate's
 
 
 def test_label_persistent_disagreement_goes_to_humans(gw: Gateway) -> None:
@@ -276,10 +276,51 @@ def test_label_judge_mode_and_bad_input(gw: Gateway) -> None:
         common_pb2.LABEL_RELEVANT,
         gateway_pb2.LABEL_SOURCE_JUDGES,
     )
+    # The decision point is the artifact's threshold the judge reports, not 0.5.
+    gw.script.relevance_threshold = 0.65
+    response = _label(gw, mode=gateway_pb2.LABEL_MODE_JUDGE)
+    assert (response.label, response.source) == (
+        common_pb2.LABEL_IRRELEVANT,
+        gateway_pb2.LABEL_SOURCE_JUDGES,
+    )
+    assert gw.db.decision(response.audit_id).versions["ensemble"]["artifact"] == "rel-test-1"
     with pytest.raises(grpc.RpcError) as empty:
         _label(gw, chunk="")
     assert empty.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "chunk is empty" in empty.value.details()
+
+
+def test_label_cascade_band_is_the_artifacts_unless_the_settings_override_it(
+    database_url: str,
+) -> None:
+    timeouts = dict.fromkeys(("confidence", "ensemble", "entailment", "retrieval", "debate"), 5.0)
+    gateway = _gateway(database_url, stage_timeout_s=timeouts)
+    gw = next(gateway)
+    try:
+        gw.script.p_match = 0.5
+        gw.script.relevance_band = (0.5, 0.9)  # p <= band_low: the judges say irrelevant
+        response = _label(gw)
+        assert (response.label, response.source) == (
+            common_pb2.LABEL_IRRELEVANT,
+            gateway_pb2.LABEL_SOURCE_JUDGES,
+        )
+        assert gw.db.decision(response.audit_id).signals["judges"]["band"] == [0.5, 0.9]
+        assert "debate" not in gw.script.calls
+    finally:
+        gateway.close()
+    # gateway.label_irrelevant_at / label_relevant_at replace the band's ends.
+    gateway = _gateway(
+        database_url, stage_timeout_s=timeouts, label_irrelevant_at=0.1, label_relevant_at=0.95
+    )
+    gw = next(gateway)
+    try:
+        gw.script.p_match = 0.5
+        gw.script.relevance_band = (0.5, 0.9)
+        response = _label(gw)
+        assert response.source == gateway_pb2.LABEL_SOURCE_DEBATE
+        assert gw.script.calls["debate"] == 1
+    finally:
+        gateway.close()
 
 
 def test_batch_label_streams_every_item_and_validates_first(gw: Gateway) -> None:

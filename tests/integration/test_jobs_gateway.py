@@ -86,7 +86,8 @@ def test_cascade_through_a_running_gateway(
     finally:
         labeller.close()
     assert (report.labelled, report.remaining, dict(report.sources)) == (5, 0, {source: 5})
-    assert report.tokens == (0 if source == "JUDGES" else 5 * 120)
+    # 50 prompt tokens per item from the relevance judge, 120 more where the debate ran.
+    assert report.tokens == 5 * 50 + (0 if source == "JUDGES" else 5 * 120)
     entries = list(store.items("via-gw"))
     assert [e.item.item_id for e in entries] == [i.item_id for i in ITEMS]
     for entry in entries:

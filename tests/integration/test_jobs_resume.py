@@ -1,9 +1,9 @@
 """Resume: a `tribunal label run` killed with SIGKILL mid-run, resumed, labels every item once.
 
-The job runs as a real subprocess (the CLI) in ``judge`` mode with one cheap judge
-(SmolLM2-135M, plain RAL2M prompt, majority of one, one thread) on 16 TREC DL 2019
-pairs; the test polls the store until some but not all items are labelled, kills the
-process with SIGKILL, and resumes it. Run on SQLite and on PostgreSQL.
+The job runs as a real subprocess (the CLI) in ``judge`` mode with one cheap relevance
+judge (SmolLM2-135M's P(yes) and the MiniLM cosine, coefficients chosen by the test,
+one thread) on 16 TREC DL 2019 pairs; the test polls the store until some but not all
+items are labelled, kills the process with SIGKILL, and resumes it. Run on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tribunal.core.storage import AuditDecisionRow, Database
 from tribunal.jobs import JobItemRow, JobStore
 
 from tests.conftest import REPO, SHARED
+from tests.integration._relevance import write_tiny_artifact
 
 ITEMS = 16
 JOB = "resume-dl19"
@@ -43,6 +44,8 @@ def _items(path: Path) -> list[str]:
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRIBUNAL_")}
+    # Not the shipped artifact (a 1.5B model): the 135M one, on llama.cpp like the rest.
+    relevance = write_tiny_artifact(tmp_path / "relevance.json")
     if "TRIBUNAL_MODEL_DIR" in os.environ:
         env["TRIBUNAL_MODEL_DIR"] = os.environ["TRIBUNAL_MODEL_DIR"]
     env.update(
@@ -52,6 +55,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
             "TRIBUNAL_LLM__N_THREADS": "1",
             "TRIBUNAL_ENSEMBLE__JUDGES": '["llm_tiny/ral2m"]',
             "TRIBUNAL_ENSEMBLE__AGGREGATOR": "majority",
+            "TRIBUNAL_ENSEMBLE__RELEVANCE_ARTIFACT": str(relevance),
         }
     )
     return env

@@ -140,12 +140,14 @@ def test_ensemble_folds_shrink_to_the_smallest_class_of_selection() -> None:
     selection = np.arange(8)  # 3 positives
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # scikit-learn warns when a fold lacks a class
-        p, weights = oof_ensemble(features, y, selection, seed=0)
+        p, weights = oof_ensemble(logit(features), y, selection, seed=0)
     assert weights["folds"] == 3
     full = LogisticRegression(max_iter=1000).fit(logit(features[:8]), y[:8])
     assert p[8:] == pytest.approx(full.predict_proba(logit(features[8:]))[:, 1])
     assert p[:8] != pytest.approx(full.predict_proba(logit(features[:8]))[:, 1])
-    _, single = oof_ensemble(features, np.array([1, 0, 0, 0, 0, 0, 0, 0, 1, 0]), selection, seed=0)
+    _, single = oof_ensemble(
+        logit(features), np.array([1, 0, 0, 0, 0, 0, 0, 0, 1, 0]), selection, seed=0
+    )
     assert single["folds"] == 1  # one positive: the in-sample fit
 
 

@@ -99,3 +99,12 @@ def test_settings_are_immutable() -> None:
     settings = load_settings()
     with pytest.raises(Exception, match="frozen"):
         settings.profile = "standard"  # type: ignore[misc]
+
+
+def test_label_band_overrides_default_to_the_artifact_and_must_be_ordered() -> None:
+    gateway = load_settings("tiny").gateway
+    assert (gateway.label_irrelevant_at, gateway.label_relevant_at) == (None, None)
+    one_end = load_settings("tiny", gateway={"label_relevant_at": 0.9}).gateway
+    assert (one_end.label_irrelevant_at, one_end.label_relevant_at) == (None, 0.9)
+    with pytest.raises(ConfigError, match=r"label_irrelevant_at must be <= gateway\.label_rel"):
+        load_settings("tiny", gateway={"label_irrelevant_at": 0.8, "label_relevant_at": 0.2})

@@ -27,6 +27,11 @@ EVALUATIONS: dict[str, tuple[str, str]] = {
         "tribunal.evaluation.judge",
         "single yes/no LLM judge: SciFact support and TREC DL relevance (bAcc, AUROC, s/item)",
     ),
+    "matching-features": (
+        "tribunal.evaluation.matching_features",
+        "KB-entry matching from MiniLM cosines + token overlap (no LLM): LR and thresholds "
+        "fitted on a selection half, accuracy / hallucination / coverage / AUROC on the test half",
+    ),
     "sweep": (
         "tribunal.evaluation.sweep",
         "prompt variants x models of the yes/no judges: calibrated, selected on one split, "

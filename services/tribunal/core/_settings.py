@@ -334,6 +334,17 @@ class EnsembleSettings(_Strict):
     """Longest query accepted."""
     max_items: int = Field(64, ge=1, le=100_000)
     """Most pairs in one ``BatchMatch``."""
+    relevance_artifact: Path | None = None
+    """Relevance judge artifact (a ``tribunal.relevance/1`` JSON file) that
+    ``JudgeRelevance`` serves; None: ``data_dir/ensemble/relevance.json`` when it exists,
+    else the one shipped for the profile (``artifacts/<profile>/relevance/artifact.json``)."""
+    relevance_preload: bool = False
+    """Load the relevance judge when the service starts (if its artifact exists) instead of
+    on the first ``JudgeRelevance``. Label jobs' stage hosts turn it on, so no item waits
+    for the load; off, a Match-only service never loads the judge's models."""
+    max_chunk_chars: int = Field(20_000, ge=1, le=10_000_000)
+    """Longest chunk ``JudgeRelevance`` accepts (the prompt cuts the passage to fit the
+    model; this bounds the work before that)."""
     deployment: DeploymentSettings = DeploymentSettings(max_batch_size=8)
     """Ray Serve deployment options (single pairs are batched up to ``max_batch_size``)."""
 
@@ -468,14 +479,20 @@ class GatewaySettings(_Strict):
     """Where an ESCALATE decision of ``Answer`` goes (``human``: the escalation queue)."""
     label_mode: Literal["cascade", "debate", "judge"] = "cascade"
     """``Label`` mode when the request leaves it unspecified."""
-    label_relevant_at: float = Field(0.8, ge=0.0, le=1.0)
-    """Cascade: judges' P(relevant) at or above this labels RELEVANT without a debate."""
-    label_irrelevant_at: float = Field(0.2, ge=0.0, le=1.0)
-    """Cascade: at or below this labels IRRELEVANT without a debate."""
+    label_relevant_at: float | None = Field(None, ge=0.0, le=1.0)
+    """Cascade: the relevance judge's P(relevant) at or above this labels RELEVANT without a
+    debate; None: the relevance artifact's ``band.high`` (fitted with the judge)."""
+    label_irrelevant_at: float | None = Field(None, ge=0.0, le=1.0)
+    """Cascade: at or below this labels IRRELEVANT without a debate; None: the artifact's
+    ``band.low``."""
     label_max_rounds: int = Field(0, ge=0, le=5)
     """Debate rounds for ``Label``; 0: the debate service's default."""
     max_query_chars: int = Field(2_000, ge=1, le=1_000_000)
     """Longest query accepted."""
+    relevance_preload: bool = False
+    """Load the relevance judge when the service starts (if its artifact exists) instead of
+    on the first ``JudgeRelevance``. Label jobs' stage hosts turn it on, so no item waits
+    for the load; off, a Match-only service never loads the judge's models."""
     max_chunk_chars: int = Field(20_000, ge=1, le=10_000_000)
     """Longest chunk ``Label`` accepts."""
     batch_max_items: int = Field(256, ge=1, le=100_000)
@@ -487,8 +504,12 @@ class GatewaySettings(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> GatewaySettings:
-        if self.label_irrelevant_at >= self.label_relevant_at:
-            raise ValueError("gateway.label_irrelevant_at must be < gateway.label_relevant_at")
+        if (
+            self.label_irrelevant_at is not None
+            and self.label_relevant_at is not None
+            and self.label_irrelevant_at > self.label_relevant_at
+        ):
+            raise ValueError("gateway.label_irrelevant_at must be <= gateway.label_relevant_at")
         for name in self.stage_share:
             if name not in ("retrieval", "verify", "confidence", "debate"):
                 raise ValueError(

@@ -7,7 +7,10 @@ votes (optionally their P(yes)) and the query embedding into P(match):
 query-adaptive :class:`LatentEnsemble`. ``tribunal ensemble build-dataset|train|
 evaluate|export-signals`` builds the labelled set, trains a versioned
 :class:`EnsembleArtifact` and reports RAL2M's Tables 3 and 7 on it; the
-:class:`EnsembleMatcher` serves it. Framework-free: the gRPC adapter is
+:class:`EnsembleMatcher` serves it. The :class:`RelevanceJudge` (a logistic
+regression over an LLM's P(yes) and an embedding cosine, from a fitted
+:class:`RelevanceArtifact`) says whether a chunk answers a search query: the cheap
+judges of ``Gateway.Label``. Framework-free: the gRPC adapter is
 :mod:`.servicer`, the Ray Serve application :mod:`.app`.
 """
 
@@ -34,6 +37,16 @@ from ._latent import LatentEnsemble
 from ._majority import MajorityVote
 from ._matcher import EnsembleMatcher, JudgeVerdict, MatchRequestItem, MatchResult
 from ._neural import NeuralGating
+from ._relevance import (
+    RELEVANCE_FORMAT,
+    RelevanceArtifact,
+    RelevanceFeature,
+    RelevanceItem,
+    RelevanceJudge,
+    RelevanceJudgeSlot,
+    RelevanceVerdict,
+    relevance_artifact_path,
+)
 from ._training import (
     SplitIndex,
     ablation,
@@ -48,6 +61,7 @@ from ._weighted import WeightedVote
 
 __all__ = [
     "AGGREGATORS",
+    "RELEVANCE_FORMAT",
     "Aggregator",
     "EnsembleArtifact",
     "EnsembleInputs",
@@ -65,6 +79,12 @@ __all__ = [
     "MatchingData",
     "NeuralGating",
     "PanelOutput",
+    "RelevanceArtifact",
+    "RelevanceFeature",
+    "RelevanceItem",
+    "RelevanceJudge",
+    "RelevanceJudgeSlot",
+    "RelevanceVerdict",
     "SplitIndex",
     "WeightedVote",
     "ablation",
@@ -77,6 +97,7 @@ __all__ = [
     "make_aggregators",
     "matching_metrics",
     "read_items",
+    "relevance_artifact_path",
     "render_fields",
     "split_data",
     "summarise",

@@ -1,8 +1,10 @@
 """The ensemble service as a Ray Serve application.
 
-One deployment wraps the domain :class:`EnsembleMatcher`. Single pairs that arrive
-concurrently (the gateway matches each candidate as its own call) are gathered by
-``@serve.batch`` into one matcher call, so each judge model sees one batch and the
+One deployment wraps the domain :class:`EnsembleMatcher` and the relevance judge
+(:class:`RelevanceJudgeSlot`: loaded on the first ``JudgeRelevance``, or at start
+with ``ensemble.relevance_preload``). Single pairs that arrive concurrently (the gateway matches
+each candidate, and labels each item, as its own call) are gathered by
+``@serve.batch`` into one matcher (or judge) call, so each judge model sees one batch and the
 models run in parallel threads. Serve's gRPC proxy calls the proto-named methods.
 
     serve.run(build_app(load_settings()), name="ensemble")
@@ -19,7 +21,13 @@ from ray.serve import Application
 from ..core import Settings
 from ..v1 import ensemble_pb2
 from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult
-from .servicer import item_from_proto, result_to_proto
+from ._relevance import RelevanceItem, RelevanceJudgeSlot, RelevanceVerdict
+from .servicer import (
+    item_from_proto,
+    relevance_item_from_proto,
+    relevance_to_proto,
+    result_to_proto,
+)
 
 __all__ = ["EnsembleDeployment", "build_app"]
 
@@ -31,9 +39,14 @@ class EnsembleDeployment:
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
         self.matcher = EnsembleMatcher.from_settings(settings)
+        self.relevance = RelevanceJudgeSlot(settings)
+        if settings.ensemble.relevance_preload:
+            self.relevance.preload()
         options = settings.ensemble.deployment
-        self.match_one.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
-        self.match_one.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
+        batched: list[Any] = [self.match_one, self.judge_relevance_batch]
+        for method in batched:
+            method.set_max_batch_size(options.max_batch_size)
+            method.set_batch_wait_timeout_s(options.batch_wait_timeout_s)
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
     async def match_one(self, items: list[MatchRequestItem]) -> list[MatchResult]:
@@ -55,6 +68,23 @@ class EnsembleDeployment:
     ) -> ensemble_pb2.BatchMatchResponse:
         results = await self.match([item_from_proto(m) for m in request.items])
         return ensemble_pb2.BatchMatchResponse(results=[result_to_proto(r) for r in results])
+
+    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
+    async def judge_relevance_batch(self, items: list[RelevanceItem]) -> list[RelevanceVerdict]:
+        """One item in, one verdict out; Serve gathers concurrent calls into one batch."""
+        judge = self.relevance.get()
+        return await asyncio.to_thread(judge.judge, items)
+
+    async def JudgeRelevance(
+        self, request: ensemble_pb2.JudgeRelevanceRequest
+    ) -> ensemble_pb2.JudgeRelevanceResponse:
+        # Load (or report the missing artifact) and check the item here, so one bad
+        # item fails alone instead of failing the Serve batch it would have joined.
+        judge = await asyncio.to_thread(self.relevance.get)
+        item = relevance_item_from_proto(request)
+        judge.validate([item])
+        verdict = await self.judge_relevance_batch(item)
+        return relevance_to_proto(verdict, judge.artifact, request.item_id)
 
 
 def build_app(settings: Settings) -> Application:

@@ -1,6 +1,7 @@
 """gRPC adapter of the ensemble service: ``tribunal.v1.EnsembleService``.
 
-Each method: translate the request, run the :class:`EnsembleMatcher`, build the
+Each method: translate the request, run the :class:`EnsembleMatcher` (``Match``,
+``BatchMatch``) or the :class:`RelevanceJudge` (``JudgeRelevance``), build the
 response. Errors are Tribunal errors; the runtime's interceptor maps them to status
 codes.
 """
@@ -16,8 +17,17 @@ from ..core.server import ServiceBinding, ServiceHost
 from ..retrieval.servicer import entry_from_proto
 from ..v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
 from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult
+from ._relevance import RelevanceArtifact, RelevanceItem, RelevanceJudgeSlot, RelevanceVerdict
 
-__all__ = ["SERVICE_NAME", "EnsembleServicer", "build_host", "item_from_proto", "result_to_proto"]
+__all__ = [
+    "SERVICE_NAME",
+    "EnsembleServicer",
+    "build_host",
+    "item_from_proto",
+    "relevance_item_from_proto",
+    "relevance_to_proto",
+    "result_to_proto",
+]
 
 SERVICE_NAME = "tribunal.v1.EnsembleService"
 
@@ -42,11 +52,41 @@ def result_to_proto(result: MatchResult) -> ensemble_pb2.MatchResponse:
     )
 
 
-class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
-    """Serves a matcher once it is loaded (``set_matcher``); UNAVAILABLE before."""
+def relevance_item_from_proto(message: ensemble_pb2.JudgeRelevanceRequest) -> RelevanceItem:
+    return RelevanceItem(message.query, message.chunk, tuple(message.answers))
 
-    def __init__(self, matcher: EnsembleMatcher | None = None) -> None:
+
+def relevance_to_proto(
+    verdict: RelevanceVerdict, artifact: RelevanceArtifact, item_id: str
+) -> ensemble_pb2.JudgeRelevanceResponse:
+    return ensemble_pb2.JudgeRelevanceResponse(
+        p_relevant=verdict.p_relevant,
+        relevant=verdict.relevant,
+        threshold=artifact.threshold,
+        band_low=artifact.band_low,
+        band_high=artifact.band_high,
+        features=[
+            ensemble_pb2.RelevanceFeatureValue(name=name, value=value)
+            for name, value in verdict.features
+        ],
+        usage=common_pb2.TokenUsage(prompt_tokens=verdict.prompt_tokens),
+        artifact_version=artifact.version,
+        item_id=item_id,
+    )
+
+
+class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
+    """Serves a matcher once it is loaded (``set_matcher``); UNAVAILABLE before.
+
+    ``JudgeRelevance`` runs the ``relevance`` slot's judge (FAILED_PRECONDITION
+    without an artifact); Match does not need it.
+    """
+
+    def __init__(
+        self, matcher: EnsembleMatcher | None = None, relevance: RelevanceJudgeSlot | None = None
+    ) -> None:
         self._matcher = matcher
+        self.relevance = relevance
         self._lock = threading.Lock()
 
     def set_matcher(self, matcher: EnsembleMatcher) -> None:
@@ -73,10 +113,28 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
             results = matcher.match(items)
         return ensemble_pb2.BatchMatchResponse(results=[result_to_proto(r) for r in results])
 
+    def JudgeRelevance(
+        self, request: ensemble_pb2.JudgeRelevanceRequest, context: grpc.ServicerContext
+    ) -> ensemble_pb2.JudgeRelevanceResponse:
+        if self.relevance is None:
+            raise UnavailableError("the ensemble service is still loading")
+        judge = self.relevance.get()
+        [verdict] = judge.judge([relevance_item_from_proto(request)])
+        return relevance_to_proto(verdict, judge.artifact, request.item_id)
+
 
 def build_host(settings: Settings) -> ServiceHost:
-    """A ServiceHost whose loader builds the profile's matcher (``tribunal serve ensemble``)."""
+    """A ServiceHost whose loader builds the profile's matcher and, with
+    ``ensemble.relevance_preload``, the relevance judge (``tribunal serve ensemble``)."""
     servicer = EnsembleServicer()
+    relevance = RelevanceJudgeSlot(settings)
+
+    def load() -> None:
+        servicer.set_matcher(EnsembleMatcher.from_settings(settings))
+        if settings.ensemble.relevance_preload:
+            relevance.preload()
+        servicer.relevance = relevance
+
     return ServiceHost(
         settings.server,
         name="ensemble",
@@ -88,5 +146,5 @@ def build_host(settings: Settings) -> ServiceHost:
                 ),
             )
         ],
-        loader=lambda: servicer.set_matcher(EnsembleMatcher.from_settings(settings)),
+        loader=load,
     )

@@ -31,6 +31,7 @@ __all__ = [
     "auroc",
     "balanced_accuracy",
     "cascade_predict",
+    "feature_values",
     "fit_judge",
     "logit",
     "oof_ensemble",
@@ -180,16 +181,16 @@ def select_band(y: Ints, p: Floats, max_escalation: float) -> Band:
 
 
 def oof_ensemble(
-    features: Floats, y: Ints, selection: Ints, *, seed: int, folds: int = 5
+    x: Floats, y: Ints, selection: Ints, *, seed: int, folds: int = 5
 ) -> tuple[Floats, dict[str, Any]]:
-    """Logistic regression over the members' logit(P(yes)), fitted on selection.
+    """Logistic regression over the members' features (:func:`feature_values`: logit
+    P(yes), or a raw cosine), fitted on selection.
 
     Returns P(yes) of the ensemble for every item: on selection items the out-of-fold
     prediction (so threshold, band and calibrators fitted on them see what unseen items
     look like), elsewhere the model fitted on the whole selection; and that model's
     weights.
     """
-    x = logit(features)
     out = np.zeros(y.size)
     sel_x, sel_y = x[selection], y[selection]
     model = LogisticRegression(max_iter=1000).fit(sel_x, sel_y)
@@ -226,6 +227,18 @@ class Judge:
     seconds: Floats
     tokens: Floats
     weights: dict[str, Any] | None = None
+    transform: str = "logit"
+    """How the score enters an ensemble: ``logit`` (of P(yes)) or ``cosine`` (the judge is
+    an embedding cosine, stored as (1 + cos) / 2 so thresholds and AUROC read alike)."""
+
+
+def feature_values(judge: Judge) -> Floats:
+    """The judge's score as a logistic-regression feature: logit(P(yes)), or the raw
+    cosine in [-1, 1] (what the relevance artifact's ``cosine`` feature expects)."""
+    if judge.transform == "cosine":
+        raw: Floats = 2 * np.asarray(judge.p_yes, dtype=np.float64) - 1
+        return raw
+    return logit(judge.p_yes)
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,16 @@ from tribunal.core import InvalidArgumentError
 from ._sweep_stats import (
     Fitted,
     Judge,
+    feature_values,
     fit_judge,
     oof_ensemble,
     report_on_test,
     stratified_split,
 )
 
-__all__ = ["TASKS", "add_arguments", "analyse", "markdown", "run"]
+__all__ = ["COSINE_JUDGE", "TASKS", "add_arguments", "analyse", "markdown", "run"]
+
+COSINE_JUDGE = "embedder:cosine"
 
 TASKS = {"relevance": "trec-dl", "entailment": "scifact"}
 _DEFAULT_VARIANTS = {
@@ -81,6 +84,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.15,
         help="relevance: most items the cascade's band may escalate (share)",
+    )
+    parser.add_argument(
+        "--features",
+        nargs="*",
+        choices=("cosine",),
+        default=[],
+        help="relevance: non-LLM judges to add (cosine: the profile embedder's "
+        "query-passage cosine, judge embedder:cosine)",
+    )
+    parser.add_argument(
+        "--export-relevance",
+        type=Path,
+        default=None,
+        help="relevance: write the exported judge (--export-judge, default the winner) as "
+        "the ensemble's relevance artifact (tribunal.relevance/1 JSON) to this path",
+    )
+    parser.add_argument(
+        "--export-judge", default=None, help="judge row to export (default: the winner)"
     )
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument(
@@ -139,7 +160,33 @@ def _score(args: argparse.Namespace, items: list[Any]) -> tuple[dict[str, Judge]
                     bar.update(len(chunk))
             name = f"{model}:{template.id}"
             judges[name] = Judge(name, "single", (name,), p, seconds, tokens)
+    if "cosine" in args.features:
+        judges[COSINE_JUDGE] = _cosine_judge(settings, items)
+        names["embedder"] = str(settings.model_spec(settings.roles.embedder).artifact)  # type: ignore[union-attr]
     return judges, {"backend": backend, "response_cache": str(cache), **names}
+
+
+def _cosine_judge(settings: Any, items: list[Any]) -> Judge:
+    """The profile embedder's query-passage cosine as a judge (milliseconds per item)."""
+    import time
+
+    from tribunal.retrieval import load_profile_embedder
+
+    embedder = load_profile_embedder(settings)
+    started = time.perf_counter()
+    queries = embedder.embed([i.fields["query"] for i in items], progress=True)
+    passages = embedder.embed([i.fields["passage"] for i in items], progress=True)
+    cosine = np.sum(np.asarray(queries) * np.asarray(passages), axis=1)
+    seconds = np.full(len(items), (time.perf_counter() - started) / len(items))
+    return Judge(
+        COSINE_JUDGE,
+        "single",
+        (COSINE_JUDGE,),
+        (np.clip(cosine, -1.0, 1.0) + 1) / 2,
+        seconds,
+        np.zeros(len(items)),
+        transform="cosine",
+    )
 
 
 def _target(fitted: Fitted, task: str) -> float:
@@ -150,7 +197,7 @@ def _target(fitted: Fitted, task: str) -> float:
 def _ensemble(
     name: str, kind: str, members: list[Judge], *, y: Any, selection: Any, seed: int
 ) -> Judge:
-    features = np.stack([m.p_yes for m in members], axis=1)
+    features = np.stack([feature_values(m) for m in members], axis=1)
     p, weights = oof_ensemble(features, y, selection, seed=seed)
     return Judge(
         name,
@@ -304,6 +351,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.pairs < 0:
         raise InvalidArgumentError("--pairs must be >= 0 (0: every SciFact pair)", field="pairs")
+    if args.task != "relevance" and (args.features or args.export_relevance):
+        raise InvalidArgumentError(
+            "--features and --export-relevance are for --task relevance", field="task"
+        )
     items = load_items(
         TASKS[args.task],
         args.data,
@@ -338,4 +389,13 @@ def run(args: argparse.Namespace) -> int:
     out.with_suffix(".md").write_text(table, encoding="utf-8")
     print(table)
     print(f"wrote {out} and {out.with_suffix('.md')}")
+    if args.export_relevance:
+        from ._relevance_export import export_relevance
+
+        artifact = export_relevance(
+            report, singles, args.export_judge or report["winner"], backend=engines["backend"]
+        )
+        args.export_relevance.parent.mkdir(parents=True, exist_ok=True)
+        args.export_relevance.write_text(json.dumps(artifact, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote the relevance artifact {args.export_relevance} ({artifact['version']})")
     return 0

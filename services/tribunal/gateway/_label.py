@@ -1,10 +1,14 @@
 """``Gateway.Label``: cheap judges first, the debate when they are unsure, humans last.
 
-Modes: ``judge`` (the ensemble's P(match) at 0.5), ``debate`` (DREAM on every
-item) and ``cascade`` (the default: judges decide outside the uncertain band
-``(label_irrelevant_at, label_relevant_at)``, the debate inside it). A debate
-that ends ESCALATED or FAILED, and any stage failure, puts the item in the
-human queue: a labelling request never gets a guessed label.
+The cheap judge is the ensemble service's relevance judge (``JudgeRelevance``: a
+logistic regression over an LLM's P(yes) and an embedding cosine, fitted on
+relevance data), whose artifact carries its decision points. Modes: ``judge``
+(P(relevant) >= the artifact's threshold), ``debate`` (DREAM on every item) and
+``cascade`` (the default: relevant when P >= band_high, irrelevant when P <=
+band_low, the debate in between; ``gateway.label_relevant_at`` /
+``label_irrelevant_at`` override the band's ends). A debate that ends ESCALATED
+or FAILED, and any stage failure, puts the item in the human queue: a labelling
+request never gets a guessed label.
 """
 
 from __future__ import annotations
@@ -87,14 +91,19 @@ class LabelPipeline:
         response = gateway_pb2.LabelResponse(item_id=request.item_id)
         try:
             if mode != gateway_pb2.LABEL_MODE_DEBATE:
-                p_relevant = self._judge(trace, deadline, request, response)
+                verdict = self._judge(trace, deadline, request, response)
+                p_relevant = verdict.p_relevant
                 response.p_relevant = p_relevant
                 if mode == gateway_pb2.LABEL_MODE_JUDGE:
-                    _set_label(response, p_relevant >= 0.5, gateway_pb2.LABEL_SOURCE_JUDGES)
-                elif p_relevant >= self.settings.label_relevant_at:
-                    _set_label(response, True, gateway_pb2.LABEL_SOURCE_JUDGES)
-                elif p_relevant <= self.settings.label_irrelevant_at:
-                    _set_label(response, False, gateway_pb2.LABEL_SOURCE_JUDGES)
+                    relevant = p_relevant >= verdict.threshold
+                    _set_label(response, relevant, gateway_pb2.LABEL_SOURCE_JUDGES)
+                else:
+                    high, low = self._band(verdict)
+                    trace.signals["judges"]["band"] = [low, high]  # as applied (overrides)
+                    if p_relevant >= high:
+                        _set_label(response, True, gateway_pb2.LABEL_SOURCE_JUDGES)
+                    elif p_relevant <= low:
+                        _set_label(response, False, gateway_pb2.LABEL_SOURCE_JUDGES)
             if response.source == gateway_pb2.LABEL_SOURCE_UNSPECIFIED:
                 self._debate(trace, deadline, request, response)
         except StageError as failure:
@@ -117,47 +126,66 @@ class LabelPipeline:
             backoff_s=self.settings.retry_backoff_s,
         )
 
+    def _band(self, verdict: ensemble_pb2.JudgeRelevanceResponse) -> tuple[float, float]:
+        """(relevant at, irrelevant at): the settings where set, else the artifact's band."""
+        high = self.settings.label_relevant_at
+        low = self.settings.label_irrelevant_at
+        return (
+            verdict.band_high if high is None else high,
+            verdict.band_low if low is None else low,
+        )
+
     def _judge(
         self,
         trace: RequestTrace,
         deadline: Deadline,
         request: gateway_pb2.LabelRequest,
         response: gateway_pb2.LabelResponse,
-    ) -> float:
-        """The ensemble's P(match) for the chunk as a candidate answer to the query."""
+    ) -> ensemble_pb2.JudgeRelevanceResponse:
+        """The relevance judge's verdict on the chunk for the query (checked)."""
         timeout = deadline.budget(
             "verify",
             ["debate"],
             self.settings.stage_share,
             self.settings.stage_timeout_s.get("ensemble", math.inf),
         )
-        # The matching judges ask whether a (question, answer) pair resolves the query:
-        # here the pair is (the query itself, the chunk), so they judge whether the chunk
-        # answers it; the chunk is also the supporting document of the augmented judges.
-        candidate = common_pb2.KbEntry(
-            id=request.item_id or "item",
-            question=request.query,
-            answer=request.chunk,
-            chunks=[common_pb2.Chunk(id="chunk", text=request.chunk)],
-        )
         with trace.stage("ensemble"):
-            match = self._call(
+            verdict: ensemble_pb2.JudgeRelevanceResponse = self._call(
                 "ensemble",
-                "Match",
-                ensemble_pb2.MatchRequest(query=request.query, candidate=candidate),
+                "JudgeRelevance",
+                ensemble_pb2.JudgeRelevanceRequest(
+                    query=request.query,
+                    chunk=request.chunk,
+                    answers=list(request.answers),
+                    item_id=request.item_id,
+                ),
                 timeout,
             )
-        p_match = check_probability("ensemble", "p_match", match.p_match)
-        judges = {}
-        for judge in match.judges:
-            judges[judge.judge] = check_probability("ensemble", "p_yes", judge.p_yes)
-        trace.signals["judges"] = {"p_match": p_match, "judge_p_yes": judges}
+        p_relevant = check_probability("ensemble", "p_relevant", verdict.p_relevant)
+        for what in ("threshold", "band_low", "band_high"):
+            check_probability("ensemble", what, getattr(verdict, what))
+        if not verdict.band_low <= verdict.band_high:
+            raise StageError(
+                "ensemble",
+                FailureKind.MALFORMED,
+                f"band_low {verdict.band_low} > band_high {verdict.band_high}",
+            )
+        features = {}
+        for feature in verdict.features:
+            if not math.isfinite(feature.value):  # the audit store's JSON takes no NaN
+                raise StageError(
+                    "ensemble", FailureKind.MALFORMED, f"feature {feature.name} = {feature.value}"
+                )
+            features[feature.name] = feature.value
+        trace.signals["judges"] = {"p_relevant": p_relevant, "features": features}
         trace.versions["ensemble"] = {
-            "aggregator": match.aggregator,
-            "artifact": match.artifact_version,
+            "judge": "relevance",
+            "artifact": verdict.artifact_version,
+            "threshold": verdict.threshold,
+            "band": [verdict.band_low, verdict.band_high],
         }
-        _add_usage(response, match.usage)
-        return p_match
+        _add_usage(response, verdict.usage)
+        return verdict
 
     def _debate(
         self,

@@ -98,8 +98,12 @@ def build_label_stages(settings: Settings, stages: Sequence[str]) -> ServiceHost
     from ..gateway.servicer import build_stage_host
 
     server = settings.server.model_copy(update={"auth_token": None})
+    # Labelling is what the ensemble stage is here for: load its relevance judge up front.
+    ensemble = settings.ensemble.model_copy(update={"relevance_preload": True})
     return build_stage_host(
-        settings.model_copy(update={"server": server}), stages, name="label-stages"
+        settings.model_copy(update={"server": server, "ensemble": ensemble}),
+        stages,
+        name="label-stages",
     )
 
 

@@ -56,3 +56,45 @@ class BatchMatchResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[MatchResponse]
     def __init__(self, results: _Optional[_Iterable[_Union[MatchResponse, _Mapping]]] = ...) -> None: ...
+
+class JudgeRelevanceRequest(_message.Message):
+    __slots__ = ("query", "chunk", "answers", "item_id")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    chunk: str
+    answers: _containers.RepeatedScalarFieldContainer[str]
+    item_id: str
+    def __init__(self, query: _Optional[str] = ..., chunk: _Optional[str] = ..., answers: _Optional[_Iterable[str]] = ..., item_id: _Optional[str] = ...) -> None: ...
+
+class RelevanceFeatureValue(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: float
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+
+class JudgeRelevanceResponse(_message.Message):
+    __slots__ = ("p_relevant", "threshold", "band_low", "band_high", "features", "usage", "artifact_version", "item_id", "relevant")
+    P_RELEVANT_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    BAND_LOW_FIELD_NUMBER: _ClassVar[int]
+    BAND_HIGH_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    RELEVANT_FIELD_NUMBER: _ClassVar[int]
+    p_relevant: float
+    threshold: float
+    band_low: float
+    band_high: float
+    features: _containers.RepeatedCompositeFieldContainer[RelevanceFeatureValue]
+    usage: _common_pb2.TokenUsage
+    artifact_version: str
+    item_id: str
+    relevant: bool
+    def __init__(self, p_relevant: _Optional[float] = ..., threshold: _Optional[float] = ..., band_low: _Optional[float] = ..., band_high: _Optional[float] = ..., features: _Optional[_Iterable[_Union[RelevanceFeatureValue, _Mapping]]] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., artifact_version: _Optional[str] = ..., item_id: _Optional[str] = ..., relevant: _Optional[bool] = ...) -> None: ...

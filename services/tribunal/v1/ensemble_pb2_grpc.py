@@ -28,6 +28,8 @@ if _version_not_supported:
 class EnsembleServiceStub:
     """Several LLM judges decide whether a KB entry answers a query; an aggregator
     (majority, weighted, neural gating or the RAL2M latent ensemble) combines them.
+    The relevance judge (a logistic regression over cheap features, read from a
+    fitted artifact) says whether a passage answers a search query.
     """
 
     def __init__(self, channel):
@@ -46,11 +48,18 @@ class EnsembleServiceStub:
                 request_serializer=tribunal_dot_v1_dot_ensemble__pb2.BatchMatchRequest.SerializeToString,
                 response_deserializer=tribunal_dot_v1_dot_ensemble__pb2.BatchMatchResponse.FromString,
                 _registered_method=True)
+        self.JudgeRelevance = channel.unary_unary(
+                '/tribunal.v1.EnsembleService/JudgeRelevance',
+                request_serializer=tribunal_dot_v1_dot_ensemble__pb2.JudgeRelevanceRequest.SerializeToString,
+                response_deserializer=tribunal_dot_v1_dot_ensemble__pb2.JudgeRelevanceResponse.FromString,
+                _registered_method=True)
 
 
 class EnsembleServiceServicer:
     """Several LLM judges decide whether a KB entry answers a query; an aggregator
     (majority, weighted, neural gating or the RAL2M latent ensemble) combines them.
+    The relevance judge (a logistic regression over cheap features, read from a
+    fitted artifact) says whether a passage answers a search query.
     """
 
     def Match(self, request, context):
@@ -62,6 +71,14 @@ class EnsembleServiceServicer:
 
     def BatchMatch(self, request, context):
         """Match many (query, candidate) pairs; judges run batched.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def JudgeRelevance(self, request, context):
+        """P(the chunk is relevant to the query) from the relevance judge. FAILED_PRECONDITION
+        when the service has no relevance artifact (the message names the path to create).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -80,6 +97,11 @@ def add_EnsembleServiceServicer_to_server(servicer, server):
                     request_deserializer=tribunal_dot_v1_dot_ensemble__pb2.BatchMatchRequest.FromString,
                     response_serializer=tribunal_dot_v1_dot_ensemble__pb2.BatchMatchResponse.SerializeToString,
             ),
+            'JudgeRelevance': grpc.unary_unary_rpc_method_handler(
+                    servicer.JudgeRelevance,
+                    request_deserializer=tribunal_dot_v1_dot_ensemble__pb2.JudgeRelevanceRequest.FromString,
+                    response_serializer=tribunal_dot_v1_dot_ensemble__pb2.JudgeRelevanceResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'tribunal.v1.EnsembleService', rpc_method_handlers)
@@ -91,6 +113,8 @@ def add_EnsembleServiceServicer_to_server(servicer, server):
 class EnsembleService:
     """Several LLM judges decide whether a KB entry answers a query; an aggregator
     (majority, weighted, neural gating or the RAL2M latent ensemble) combines them.
+    The relevance judge (a logistic regression over cheap features, read from a
+    fitted artifact) says whether a passage answers a search query.
     """
 
     @staticmethod
@@ -137,6 +161,33 @@ class EnsembleService:
             '/tribunal.v1.EnsembleService/BatchMatch',
             tribunal_dot_v1_dot_ensemble__pb2.BatchMatchRequest.SerializeToString,
             tribunal_dot_v1_dot_ensemble__pb2.BatchMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def JudgeRelevance(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tribunal.v1.EnsembleService/JudgeRelevance',
+            tribunal_dot_v1_dot_ensemble__pb2.JudgeRelevanceRequest.SerializeToString,
+            tribunal_dot_v1_dot_ensemble__pb2.JudgeRelevanceResponse.FromString,
             options,
             channel_credentials,
             insecure,

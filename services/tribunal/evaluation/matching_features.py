@@ -1,0 +1,464 @@
+"""Matching from cheap features alone: does a KB entry answer the query, without an LLM?
+
+Items are the ensemble's matching set (``tribunal ensemble build-dataset``; built here
+with no judging when ``--dataset`` has no ``items.jsonl`` yet). Features per item:
+
+- ``cos_question``, ``cos_answer``, ``cos_question_answer``: the profile embedder's
+  (MiniLM's) cosine of the query with the candidate's question, its answer, and
+  question + " " + answer (normalised vectors);
+- ``token_set``: rapidfuzz's token-set ratio / 100 of the query and the question;
+- ``dense_score``, ``bm25_score``, ``rrf_score``: what retrieval returned — COVID items
+  only (STS-B pairs were never retrieved), so they enter a separate ablation on the
+  COVID sources.
+
+The split keeps a query's items together (a COVID query's top-1 and held-out items
+share it) and is stratified by source and label: groups with the same (source, label)
+make-up are shuffled with ``numpy.random.default_rng(seed)`` and ``round(n · fraction)``
+go to selection. Every fitted thing — logistic regression (standardised features,
+out-of-fold on selection), thresholds — sees selection items only. Operating points:
+``max-accuracy`` (a midpoint cut), ``risk`` (:func:`tribunal.confidence.select_risk_threshold`:
+Clopper–Pearson upper bound on hallucination ≤ α at 1 − δ) and ``empirical`` (lowest
+threshold whose selection hallucination ≤ α). Reported on the test half, overall and
+per source, with 95% bootstrap intervals: accuracy, hallucination (accepted but wrong /
+accepted), coverage (share accepted), AUROC; the false-positive rate (RAL2M's "Hallu")
+is listed beside it. Writes JSON and a markdown table.
+
+    tribunal eval matching-features [--dataset .build/ensemble/dataset] [--out F.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import rankdata
+
+from ..confidence import json_ready, select_risk_threshold
+from ..core import InvalidArgumentError
+from ._matching_report import markdown_report
+from ._sweep_stats import auroc, oof_ensemble
+from .metrics import bootstrap_ci
+
+if TYPE_CHECKING:
+    from ..ensemble import MatchItem
+    from ..retrieval import Embedder
+
+__all__ = [
+    "EMBEDDING_FEATURES",
+    "RETRIEVAL_FEATURES",
+    "FeatureTable",
+    "Scorer",
+    "add_arguments",
+    "compute_features",
+    "empirical_risk_threshold",
+    "evaluate_table",
+    "grouped_stratified_split",
+    "markdown_report",
+    "max_accuracy_threshold",
+    "outcome",
+    "run",
+]
+
+EMBEDDING_FEATURES = ("cos_question", "cos_answer", "cos_question_answer", "token_set")
+RETRIEVAL_FEATURES = ("dense_score", "bm25_score", "rrf_score")
+_RETRIEVAL_KEYS = {"dense_score": "dense_score", "bm25_score": "sparse_score", "rrf_score": "score"}
+COVID_SOURCES = ("covid-qa", "covid-qa-heldout")
+
+
+Floats = NDArray[np.float64]
+Ints = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class FeatureTable:
+    """One row per item: its features (NaN where an item lacks one), label, source, group."""
+
+    ids: tuple[str, ...]
+    sources: tuple[str, ...]
+    groups: tuple[str, ...]
+    labels: Ints
+    features: dict[str, Floats]
+
+    def __post_init__(self) -> None:
+        n = len(self.ids)
+        sizes = {len(self.sources), len(self.groups), self.labels.size}
+        sizes |= {v.size for v in self.features.values()}
+        if sizes != {n}:
+            raise InvalidArgumentError(f"feature table columns differ in length: {sizes}")
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A score to threshold: one feature, or logistic regression over several."""
+
+    name: str
+    features: tuple[str, ...]
+    kind: str
+    """``feature`` (the raw value) or ``logistic`` (P(match) of an LR over ``features``)."""
+
+
+def compute_features(
+    items: Sequence[MatchItem], embedder: Embedder, *, progress: bool = False
+) -> FeatureTable:
+    """Embedding cosines, token-set ratio and the stored retrieval scores of each item."""
+    from rapidfuzz import fuzz, utils
+
+    queries = [i.query for i in items]
+    questions = [i.candidate.question for i in items]
+    answers = [i.candidate.answer for i in items]
+    both = [f"{q} {a}" for q, a in zip(questions, answers, strict=True)]
+    unique = list(dict.fromkeys(queries + questions + answers + both))
+    vectors = embedder.embed(unique, progress=progress).astype(np.float64)
+    row = {text: i for i, text in enumerate(unique)}
+
+    def cosine(texts: list[str]) -> Floats:
+        left = vectors[[row[q] for q in queries]]
+        right = vectors[[row[t] for t in texts]]
+        products: Floats = np.einsum("ij,ij->i", left, right)
+        return products
+
+    features: dict[str, Floats] = {
+        "cos_question": cosine(questions),
+        "cos_answer": cosine(answers),
+        "cos_question_answer": cosine(both),
+        "token_set": np.array(
+            [
+                fuzz.token_set_ratio(q, c, processor=utils.default_process) / 100
+                for q, c in zip(queries, questions, strict=True)
+            ]
+        ),
+    }
+    for name, key in _RETRIEVAL_KEYS.items():
+        features[name] = np.array([i.retrieval.get(key, math.nan) for i in items], np.float64)
+    return FeatureTable(
+        tuple(i.id for i in items),
+        tuple(i.source for i in items),
+        tuple(i.group for i in items),
+        np.array([i.label for i in items], dtype=np.int64),
+        features,
+    )
+
+
+def grouped_stratified_split(
+    sources: Sequence[str], labels: Ints, groups: Sequence[str], seed: int, fraction: float = 0.5
+) -> tuple[Ints, Ints]:
+    """Disjoint sorted (selection, test) indices; a group never straddles them.
+
+    A group's stratum is its sorted (source, label) make-up; strata are taken in sorted
+    order, each one's groups shuffled by one ``default_rng(seed)`` and the first
+    ``round(n · fraction)`` put in selection. (``_sweep_stats.stratified_split`` does
+    labels only and needs both classes, which the all-negative held-out source lacks.)
+    """
+    members: dict[str, list[int]] = {}
+    for index, group in enumerate(groups):
+        members.setdefault(group, []).append(index)
+    strata: dict[tuple[tuple[str, int], ...], list[str]] = {}
+    for group, rows in members.items():
+        key = tuple(sorted((sources[i], int(labels[i])) for i in rows))
+        strata.setdefault(key, []).append(group)
+    rng = np.random.default_rng(seed)
+    chosen = np.zeros(len(groups), dtype=bool)
+    for key in sorted(strata):
+        names = sorted(strata[key])
+        take = round(len(names) * fraction)
+        for position in rng.permutation(len(names))[:take]:
+            chosen[members[names[position]]] = True
+    return np.flatnonzero(chosen).astype(np.int64), np.flatnonzero(~chosen).astype(np.int64)
+
+
+def max_accuracy_threshold(y: Ints, score: Floats) -> float:
+    """The cut (−inf, midpoints between distinct scores, +inf) maximising the accuracy
+    of ``score ≥ cut``; among ties the highest (it accepts the fewest)."""
+    distinct = np.unique(score)
+    cuts = np.concatenate(([-np.inf], (distinct[:-1] + distinct[1:]) / 2, [np.inf]))
+    accepted = score[None, :] >= cuts[:, None]
+    accuracy = (accepted == (y[None, :] == 1)).mean(axis=1)
+    best = np.flatnonzero(np.isclose(accuracy, accuracy.max(), rtol=0, atol=1e-12))
+    return float(cuts[best[-1]])
+
+
+def empirical_risk_threshold(y: Ints, score: Floats, alpha: float) -> float | None:
+    """The lowest observed score λ whose accepted items (score ≥ λ) have a hallucination
+    rate ≤ ``alpha`` on these items (no guarantee); None when none has."""
+    best = None
+    for value in np.unique(score)[::-1]:
+        accepted = score >= value
+        if (y[accepted] == 0).sum() <= alpha * accepted.sum():
+            best = float(value)
+    return best
+
+
+def outcome(y: Ints, accepted: NDArray[np.bool_]) -> dict[str, float]:
+    """Accuracy, hallucination (wrong / accepted; NaN when none), coverage and FPR."""
+    wrong = int((accepted & (y == 0)).sum())
+    negatives = int((y == 0).sum())
+    return {
+        "accuracy": float((accepted == (y == 1)).mean()) if y.size else math.nan,
+        "hallucination": wrong / int(accepted.sum()) if accepted.any() else math.nan,
+        "coverage": float(accepted.mean()) if y.size else math.nan,
+        "false_positive_rate": wrong / negatives if negatives else math.nan,
+    }
+
+
+def _interval(
+    metric: Callable[[Ints, Floats], float], y: Ints, values: Floats, resamples: int, seed: int
+) -> dict[str, float]:
+    ci = bootstrap_ci(metric, y, values, n_resamples=resamples, seed=seed)
+    return {"value": ci.value, "low": ci.low, "high": ci.high}
+
+
+def _decision_metric(name: str) -> Callable[[Ints, Floats], float]:
+    """``name`` of :func:`outcome` as a bootstrap metric of (labels, 0/1 decisions)."""
+    return lambda y, decision: outcome(y, decision == 1)[name]
+
+
+def _report(
+    y: Ints, score: Floats, thresholds: dict[str, float | None], resamples: int, seed: int
+) -> dict[str, Any]:
+    """Test figures of one scorer on one set of items, every operating point."""
+    # bootstrap_ci wants values in [0, 1]: decisions as 0/1, and for AUROC the ranks
+    # scaled into [0, 1] (AUROC depends on the order only). One seed: same resamples.
+    ranks = rankdata(score) / max(score.size, 1) if score.size else score
+    out: dict[str, Any] = {
+        "n": int(y.size),
+        "positives": int(y.sum()),
+        "auroc": _interval(auroc, y, ranks, resamples, seed),
+    }
+    for point, threshold in thresholds.items():
+        accepted = np.zeros(y.size, bool) if threshold is None else score >= threshold
+        row: dict[str, Any] = {"threshold": threshold}
+        for metric in ("accuracy", "hallucination", "coverage"):
+            row[metric] = _interval(
+                _decision_metric(metric), y, accepted.astype(np.float64), resamples, seed
+            )
+        row["false_positive_rate"] = outcome(y, accepted)["false_positive_rate"]
+        row["accepted"] = int(accepted.sum())
+        row["wrong"] = int((accepted & (y == 0)).sum())
+        out[point] = row
+    return out
+
+
+def _scores(
+    table: FeatureTable, scorer: Scorer, scope: Ints, selection: Ints, seed: int
+) -> tuple[Floats, dict[str, Any]]:
+    """The scorer's score on the ``scope`` items (selection ones out-of-fold for an LR).
+
+    Missing values (a retriever that did not return the item) are filled with the
+    selection minimum of that feature: "not found" is a low score.
+    """
+    local_selection = np.flatnonzero(np.isin(scope, selection))
+    if np.unique(table.labels[scope][local_selection]).size < 2:
+        raise InvalidArgumentError(
+            f"the selection half of {scorer.name}'s items has one class only; "
+            "use more items (or another --seed / --fraction)",
+            field="dataset",
+        )
+    columns = []
+    for name in scorer.features:
+        values = table.features[name][scope].copy()
+        chosen = values[local_selection]
+        fill = float(np.nanmin(chosen)) if np.isfinite(chosen).any() else 0.0
+        values[~np.isfinite(values)] = fill
+        columns.append(values)
+    x = np.column_stack(columns)
+    if scorer.kind == "feature":
+        return x[:, 0], {}
+    mean = x[local_selection].mean(axis=0)
+    std = x[local_selection].std(axis=0)
+    std[std == 0] = 1.0
+    probability, weights = oof_ensemble(
+        (x - mean) / std, table.labels[scope], local_selection, seed=seed
+    )
+    weights["features"] = list(scorer.features)
+    weights["mean"], weights["std"] = mean.tolist(), std.tolist()
+    return probability, weights
+
+
+def _scopes() -> list[tuple[str, tuple[str, ...] | None, list[Scorer]]]:
+    embedding = [Scorer(name, (name,), "feature") for name in EMBEDDING_FEATURES]
+    retrieval = [Scorer(name, (name,), "feature") for name in RETRIEVAL_FEATURES]
+    lr = Scorer("logistic(embedding)", EMBEDDING_FEATURES, "logistic")
+    lr_all = Scorer(
+        "logistic(embedding+retrieval)", EMBEDDING_FEATURES + RETRIEVAL_FEATURES, "logistic"
+    )
+    return [
+        ("all", None, [*embedding, lr]),
+        ("covid (retrieval ablation)", COVID_SOURCES, [*retrieval, lr, lr_all]),
+    ]
+
+
+def evaluate_table(
+    table: FeatureTable,
+    *,
+    seed: int = 13,
+    fraction: float = 0.5,
+    alpha: float = 0.05,
+    delta: float = 0.1,
+    resamples: int = 1000,
+    progress: bool = False,
+    split: tuple[Ints, Ints] | None = None,
+) -> dict[str, Any]:
+    """Split, fit every scorer's model and operating points on selection, report on test.
+
+    ``split``: (selection, test) indices to use instead of :func:`grouped_stratified_split`.
+    """
+    from tqdm import tqdm
+
+    selection, test = split or grouped_stratified_split(
+        table.sources, table.labels, table.groups, seed, fraction
+    )
+    sources = np.array(table.sources)
+    scopes = _scopes()
+    result: dict[str, Any] = {
+        "seed": seed,
+        "fraction": fraction,
+        "alpha": alpha,
+        "delta": delta,
+        "resamples": resamples,
+        "split": {
+            "selection": _sizes(table, selection),
+            "test": _sizes(table, test),
+        },
+        "scopes": {},
+    }
+    total = sum(len(scorers) for _, _, scorers in scopes)
+    with tqdm(total=total, desc="scorers", unit="scorer", disable=not progress) as bar:
+        for scope_name, wanted, scorers in scopes:
+            inside = np.ones(sources.size, bool) if wanted is None else np.isin(sources, wanted)
+            scope = np.flatnonzero(inside)
+            local_sel = np.flatnonzero(np.isin(scope, selection))
+            local_test = np.flatnonzero(np.isin(scope, test))
+            y = table.labels[scope]
+            rows: dict[str, Any] = {}
+            for scorer in scorers:
+                score, weights = _scores(table, scorer, scope, selection, seed)
+                ys, ss = y[local_sel], score[local_sel]
+                risk = select_risk_threshold(ss, ys, alpha=alpha, delta=delta)
+                thresholds = {
+                    "max-accuracy": max_accuracy_threshold(ys, ss),
+                    "risk": risk.threshold,
+                    "empirical": empirical_risk_threshold(ys, ss, alpha),
+                }
+                fitted = {
+                    "thresholds": thresholds,
+                    "risk": risk.to_dict(),
+                    "selection": {
+                        point: outcome(ys, np.zeros(ys.size, bool) if t is None else ss >= t)
+                        for point, t in thresholds.items()
+                    },
+                    "selection_auroc": auroc(ys, ss),
+                    "model": weights,
+                }
+                test_sources = sources[scope][local_test]
+                per_source = {
+                    name: _report(
+                        y[local_test][test_sources == name],
+                        score[local_test][test_sources == name],
+                        thresholds,
+                        resamples,
+                        seed,
+                    )
+                    for name in sorted(set(test_sources))
+                }
+                rows[scorer.name] = {
+                    "features": list(scorer.features),
+                    "kind": scorer.kind,
+                    "fitted_on_selection": fitted,
+                    "test": _report(y[local_test], score[local_test], thresholds, resamples, seed),
+                    "test_per_source": per_source,
+                }
+                bar.update()
+            result["scopes"][scope_name] = rows
+    return result
+
+
+def _sizes(table: FeatureTable, index: Ints) -> dict[str, Any]:
+    sources = np.array(table.sources)[index]
+    labels = table.labels[index]
+    return {
+        "items": int(index.size),
+        "positives": int(labels.sum()),
+        "per_source": {
+            name: {
+                "items": int((sources == name).sum()),
+                "positives": int(labels[sources == name].sum()),
+            }
+            for name in sorted(set(sources))
+        },
+    }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=Path(".build/ensemble/dataset"),
+        help="matching set folder (items.jsonl); built without judging when missing",
+    )
+    parser.add_argument(
+        "--data", type=Path, default=Path("../shared/data"), help="data root (to build items)"
+    )
+    parser.add_argument("--profile", default=None, help="profile name or YAML path")
+    parser.add_argument("--seed", type=int, default=13, help="split and fold seed")
+    parser.add_argument("--fraction", type=float, default=0.5, help="share in selection")
+    parser.add_argument("--alpha", type=float, default=0.05, help="hallucination target")
+    parser.add_argument("--delta", type=float, default=0.1, help="risk threshold's δ")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".build/eval/matching-features.json"),
+        help="JSON report (markdown beside it, .md)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..core import load_settings
+    from ..ensemble import build_items, read_items
+    from ..retrieval import load_profile_embedder
+
+    if not 0 < args.fraction < 1:
+        raise InvalidArgumentError("--fraction must be in (0, 1)", field="fraction")
+    settings = load_settings(args.profile)
+    if (args.dataset / "items.jsonl").is_file():
+        items = read_items(args.dataset)
+    else:
+        items = build_items(settings, args.data, args.dataset, seed=args.seed)
+    embedder = load_profile_embedder(settings)
+    started = time.perf_counter()
+    table = compute_features(items, embedder, progress=not args.no_progress)
+    feature_seconds = time.perf_counter() - started
+    result = evaluate_table(
+        table,
+        seed=args.seed,
+        fraction=args.fraction,
+        alpha=args.alpha,
+        delta=args.delta,
+        resamples=args.resamples,
+        progress=not args.no_progress,
+    )
+    result = {
+        "date": dt.date.today().isoformat(),
+        "dataset": str(args.dataset),
+        "items": len(items),
+        "embedder": embedder.name,
+        "feature_seconds_per_item": feature_seconds / max(len(items), 1),
+        **result,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(json_ready(result), indent=2) + "\n", encoding="utf-8")
+    markdown = markdown_report(result)
+    args.out.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    print(markdown)
+    print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
+    return 0
