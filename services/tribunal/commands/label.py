@@ -101,6 +101,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     export.add_argument("--profile", default=None)
     export.set_defaults(func=_export)
 
+    compare = actions.add_parser(
+        "compare", help="jobs side by side against their gold grades (bAcc, escalation, cost)"
+    )
+    compare.add_argument("jobs", nargs="+", help="job names")
+    compare.add_argument(
+        "--relevant-at", type=int, default=2, help="gold grade at or above which = relevant"
+    )
+    compare.add_argument("--out", type=Path, default=None, help="write the report as JSON")
+    compare.add_argument("--database-url", default=None)
+    compare.add_argument("--profile", default=None)
+    compare.set_defaults(func=_compare)
+
     _register_aggregate(actions)
 
 
@@ -182,8 +194,20 @@ def _provenance(settings: Settings, mode: str) -> dict[str, Any]:
         "label_relevant_at": settings.gateway.label_relevant_at,
         "label_irrelevant_at": settings.gateway.label_irrelevant_at,
         "label_max_rounds": settings.gateway.label_max_rounds,
+        "relevance_artifact": _relevance_version(settings),
         "mode": mode,
     }
+
+
+def _relevance_version(settings: Settings) -> dict[str, Any] | None:
+    """Which relevance artifact judges and routes this job (None: none found)."""
+    from ..ensemble import RelevanceArtifact, relevance_artifact_path
+
+    path = relevance_artifact_path(settings)
+    if not path.is_file():
+        return None
+    artifact = RelevanceArtifact.load(path)
+    return {"path": str(path), "version": artifact.version}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -366,4 +390,20 @@ def _export(args: argparse.Namespace) -> int:
         _write_outputs(store, args.job, paths)
     finally:
         store.close()
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from ..jobs import compare_jobs, comparison_markdown
+
+    store = _store(_settings(args))
+    try:
+        report = compare_jobs(store, args.jobs, relevant_at=args.relevant_at)
+    finally:
+        store.close()
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        args.out.with_suffix(".md").write_text(comparison_markdown(report), encoding="utf-8")
+    print(comparison_markdown(report), end="")
     return 0

@@ -21,6 +21,7 @@ from ._aggregate import (
     agreement,
     read_votes,
 )
+from ._compare import JobComparison, compare_jobs, comparison_markdown
 from ._crowdrag import (
     CROWDRAG_DIMENSIONS,
     CROWDRAG_PAPER_ALPHA,
@@ -83,6 +84,7 @@ __all__ = [
     "GatewayLabeller",
     "InputSpec",
     "ItemResult",
+    "JobComparison",
     "JobCounts",
     "JobInfo",
     "JobItem",
@@ -104,6 +106,8 @@ __all__ = [
     "agreement",
     "batched",
     "check_job_name",
+    "compare_jobs",
+    "comparison_markdown",
     "create_app",
     "detect_format",
     "export_job",
