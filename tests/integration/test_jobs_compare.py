@@ -96,3 +96,13 @@ def test_the_cli_writes_json_and_markdown(tmp_path: Path) -> None:
     assert "| judge | judge | 9/9 | judges 9 |" in done.stdout
     assert out.is_file()
     assert out.with_suffix(".md").read_text() == done.stdout
+
+
+def test_only_restricts_every_figure_to_the_listed_items(database_url: str) -> None:
+    store = _store(database_url)
+    # i0 (relevant, right), i4 and i5 (irrelevant; judge wrong on i4 and i5).
+    report = compare_jobs(store, ["judge"], only=["i0", "i4", "i5", "unknown"])
+    (judge,) = report["jobs"]
+    assert (judge["items"], judge["kept"], report["only"]) == (3, 3, 4)
+    assert (judge["recall_relevant"], judge["recall_irrelevant"]) == (1.0, 0.0)
+    assert judge["balanced_accuracy"]["value"] == pytest.approx(0.5)

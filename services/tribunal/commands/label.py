@@ -108,6 +108,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     compare.add_argument(
         "--relevant-at", type=int, default=2, help="gold grade at or above which = relevant"
     )
+    compare.add_argument(
+        "--only", type=Path, default=None, help="a file of item ids (one per line): just these"
+    )
     compare.add_argument("--out", type=Path, default=None, help="write the report as JSON")
     compare.add_argument("--database-url", default=None)
     compare.add_argument("--profile", default=None)
@@ -398,7 +401,12 @@ def _compare(args: argparse.Namespace) -> int:
 
     store = _store(_settings(args))
     try:
-        report = compare_jobs(store, args.jobs, relevant_at=args.relevant_at)
+        only = None
+        if args.only is not None:
+            if not args.only.is_file():
+                raise InvalidArgumentError(f"--only {args.only}: no such file", field="only")
+            only = args.only.read_text(encoding="utf-8").split()
+        report = compare_jobs(store, args.jobs, relevant_at=args.relevant_at, only=only)
     finally:
         store.close()
     if args.out:

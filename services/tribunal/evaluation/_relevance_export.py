@@ -2,8 +2,10 @@
 
 The artifact is exactly what the sweep evaluated: the logistic regression fitted on the
 selection split (for an ensemble row), the threshold and the cascade band chosen on it;
-its test-split figures travel with it under ``metrics``. A single LLM judge exports as
-coefficient 1 on logit(P(yes)) (p_relevant = P(yes)).
+its test-split figures travel with it under ``metrics``. A single judge exports as a
+one-feature logistic regression fitted on the selection split (Platt scaling in the
+feature's own units: logit(P(yes)), or the raw cosine), with its threshold and band
+carried through that increasing map, so it decides every item exactly as the sweep did.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ import json
 import math
 from typing import Any
 
+import numpy as np
+from scipy import special
+from sklearn.linear_model import LogisticRegression
+
 from tribunal.core import InvalidArgumentError
 
-from ._sweep_stats import Judge
+from ._sweep_stats import Judge, feature_values, stratified_split
 
 __all__ = ["ARTIFACT_FORMAT", "export_relevance"]
 
@@ -43,14 +49,45 @@ def _unit(value: float | None, infinite: float) -> float:
     return min(1.0, max(0.0, float(value)))
 
 
+def _single(judge: Judge, labels: Any, seed: int) -> tuple[float, float]:
+    """(slope, intercept) of a one-feature logistic regression on the selection split."""
+    y = np.asarray(labels, dtype=np.int64)
+    selection, _ = stratified_split(y, seed)
+    x = feature_values(judge)[selection, None]
+    model = LogisticRegression(C=1e6, max_iter=1000).fit(x, y[selection])
+    slope, intercept = float(model.coef_[0][0]), float(model.intercept_[0])
+    if slope <= 0:
+        raise InvalidArgumentError(
+            f"{judge.name}: a higher score means less relevant on selection (slope {slope}): "
+            "it cannot be exported as a relevance judge",
+            field="export_judge",
+        )
+    return slope, intercept
+
+
+def _mapped(value: float | None, judge: Judge, slope: float, intercept: float) -> float | None:
+    """A threshold on the judge's own scale carried into p_relevant (None stays None)."""
+    if value is None or not math.isfinite(value):
+        return value
+    one = Judge(judge.name, judge.kind, judge.members, np.array([value]), judge.seconds[:1],
+                judge.tokens[:1], transform=judge.transform)  # fmt: skip
+    return float(special.expit(slope * feature_values(one)[0] + intercept))
+
+
 def export_relevance(
-    report: dict[str, Any], judges: dict[str, Judge], name: str, *, backend: str
+    report: dict[str, Any],
+    judges: dict[str, Judge],
+    name: str,
+    *,
+    labels: Any,
+    backend: str,
 ) -> dict[str, Any]:
-    """The artifact of judge row ``name`` of a relevance sweep ``report``.
+    """The artifact of judge row ``name`` of a relevance sweep ``report`` (whose items had
+    gold ``labels``, in the sweep's order).
 
     Raises:
-        InvalidArgumentError: no such row, or a row that cannot be served (the cosine
-            alone: its score is not a probability).
+        InvalidArgumentError: no such row, or a single judge whose score falls as
+            relevance rises.
     """
     rows = {row["judge"]: row for row in report["judges"]}
     if name not in rows:
@@ -60,25 +97,25 @@ def export_relevance(
         )
     row = rows[name]
     members = list(row["members"])
+    selection = row["selection"]
+    band = dict(selection.get("band") or {})
+    threshold = selection["threshold"]
     if row["ensemble_weights"]:
         coef = [float(c) for c in row["ensemble_weights"]["coef"]]
         intercept = float(row["ensemble_weights"]["intercept"])
-    elif judges[members[0]].transform == "logit":
-        coef, intercept = [1.0], 0.0
     else:
-        raise InvalidArgumentError(
-            f"{name} alone is a cosine, not a probability: export an ensemble that uses it",
-            field="export_judge",
-        )
-    selection = row["selection"]
-    band = selection.get("band") or {}
+        judge = judges[members[0]]
+        slope, intercept = _single(judge, labels, report["split"]["seed"])
+        coef = [slope]
+        threshold = _mapped(threshold, judge, slope, intercept)
+        band = {k: _mapped(band.get(k), judge, slope, intercept) for k in ("low", "high")}
     low = _unit(band.get("low"), 0.0)
     high = _unit(band.get("high"), 1.0)
     body: dict[str, Any] = {
         "features": [_feature(m, judges) for m in members],
         "coef": coef,
         "intercept": intercept,
-        "threshold": _unit(selection["threshold"], 1.0),
+        "threshold": _unit(threshold, 1.0),
         "band": {"low": low, "high": max(low, high)},
         "backend": backend,
     }

@@ -393,7 +393,11 @@ def run(args: argparse.Namespace) -> int:
         from ._relevance_export import export_relevance
 
         artifact = export_relevance(
-            report, singles, args.export_judge or report["winner"], backend=engines["backend"]
+            report,
+            singles,
+            args.export_judge or report["winner"],
+            labels=[item.label for item in items],
+            backend=engines["backend"],
         )
         args.export_relevance.parent.mkdir(parents=True, exist_ok=True)
         args.export_relevance.write_text(json.dumps(artifact, indent=2) + "\n", encoding="utf-8")

@@ -13,7 +13,7 @@ debate adds anything over the judge where the judge is unsure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +71,10 @@ def _recall(y: np.ndarray, predicted: np.ndarray, value: int) -> float | None:
     return float((predicted[mask] == value).mean()) if mask.any() else None
 
 
-def _one(store: JobStore, name: str, relevant_at: int, seed: int) -> JobComparison:
-    entries = list(store.items(name))
+def _one(
+    store: JobStore, name: str, relevant_at: int, seed: int, only: frozenset[str] | None
+) -> JobComparison:
+    entries = [e for e in store.items(name) if only is None or e.item.item_id in only]
     done = [e for e in entries if e.result is not None]
     by_source: dict[str, int] = {}
     for entry in done:
@@ -102,12 +104,22 @@ def _one(store: JobStore, name: str, relevant_at: int, seed: int) -> JobComparis
 
 
 def _paired(
-    store: JobStore, debated_in: str, other: str, relevant_at: int, seed: int
+    store: JobStore,
+    debated_in: str,
+    other: str,
+    *,
+    relevant_at: int,
+    seed: int,
+    only: frozenset[str] | None,
 ) -> dict[str, Any] | None:
     """The debate's labels on ``debated_in``'s debated items vs ``other``'s labels there."""
 
     def labelled(name: str) -> dict[str, JobItem]:
-        return {e.item.item_id: e for e in store.items(name, finished=True)}
+        return {
+            e.item.item_id: e
+            for e in store.items(name, finished=True)
+            if only is None or e.item.item_id in only
+        }
 
     mine, theirs = labelled(debated_in), labelled(other)
     ids = [
@@ -137,10 +149,16 @@ def _paired(
 
 
 def compare_jobs(
-    store: JobStore, names: Sequence[str], *, relevant_at: int = 2, seed: int = 13
+    store: JobStore,
+    names: Sequence[str],
+    *,
+    relevant_at: int = 2,
+    seed: int = 13,
+    only: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """Every job's figures and, for each job that debated some items, the paired view
-    against every judge-mode job of the list.
+    against every judge-mode job of the list; ``only``: just these item ids (e.g. the
+    test split of the data a judge's threshold was chosen on).
 
     Raises:
         InvalidArgumentError: an unknown job name.
@@ -152,17 +170,20 @@ def compare_jobs(
                 f"no job named {name!r}; jobs in this store: {', '.join(sorted(known)) or 'none'}",
                 field="jobs",
             )
-    rows = [_one(store, name, relevant_at, seed) for name in names]
+    subset = None if only is None else frozenset(only)
+    rows = [_one(store, name, relevant_at, seed, subset) for name in names]
     judges = [r.job for r in rows if r.mode == "judge"]
     paired = [
         one
         for row in rows
         if row.mode == "cascade"
         for other in judges
-        if (one := _paired(store, row.job, other, relevant_at, seed)) is not None
+        if (one := _paired(store, row.job, other, relevant_at=relevant_at, seed=seed, only=subset))
+        is not None
     ]
     return {
         "relevant_at": relevant_at,
+        "only": None if subset is None else len(subset),
         "jobs": [r.to_json() for r in rows],
         "paired": paired,
     }
@@ -182,7 +203,8 @@ def comparison_markdown(report: dict[str, Any]) -> str:
     """The comparison as markdown tables."""
     lines = [
         f"Gold: relevant = grade ≥ {report['relevant_at']}; balanced accuracy on the "
-        "non-escalated items with gold, 95% bootstrap interval.",
+        "non-escalated items with gold, 95% bootstrap interval"
+        + (f"; only the {report['only']} listed item ids." if report.get("only") else "."),
         "",
         "| job | mode | items | by source | escalated | debated | bAcc [95% CI] | "
         "recall relevant | recall irrelevant | tokens/item | model s/item |",
