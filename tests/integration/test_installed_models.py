@@ -9,15 +9,24 @@ from tribunal.core.models._probe import probe_model
 
 
 @pytest.mark.models
-def test_tiny_profile_has_three_ggufs_and_minilm_with_matching_sha256(
+def test_tiny_profile_has_three_ggufs_minilm_and_mpnet_with_matching_sha256(
     tiny_settings: Settings,
 ) -> None:
     store = ModelStore(tiny_settings.model_dir, progress=False)
     artifacts = [get_artifact(s.artifact) for s in tiny_settings.models.values() if s.artifact]
-    assert sorted(a.kind for a in artifacts) == ["gguf", "gguf", "gguf", "sentence-transformer"]
+    assert sorted(a.kind for a in artifacts) == [
+        "gguf",
+        "gguf",
+        "gguf",
+        "sentence-transformer",
+        "sentence-transformer-zip",
+    ]
     for artifact in artifacts:
         assert store.verify(artifact), f"{artifact.id} does not match its sha256"
     assert (store.path_of(get_artifact("all-minilm-l6-v2")) / "modules.json").is_file()
+    mpnet = store.path_of(get_artifact("all-mpnet-base-v2"))
+    assert (mpnet / "modules.json").is_file()
+    assert not (mpnet / "desktop.ini").exists()  # the zip's junk is left out
 
 
 @pytest.mark.models
@@ -26,6 +35,12 @@ def test_probes_load_the_real_models(tiny_settings: Settings) -> None:
     assert "dim=384" in embedder
     paraphrase = float(embedder.split("cos(paraphrase)=")[1].split()[0])
     unrelated = float(embedder.split("cos(unrelated)=")[1].split()[0])
+    assert paraphrase > unrelated + 0.3
+    # A second embedder of the profile probes itself, not the embedder role's model.
+    large = probe_model(tiny_settings, "embedder_large")
+    assert "dim=768" in large
+    paraphrase = float(large.split("cos(paraphrase)=")[1].split()[0])
+    unrelated = float(large.split("cos(unrelated)=")[1].split()[0])
     assert paraphrase > unrelated + 0.3
     strong = probe_model(tiny_settings, "llm_strong")
     assert "arch=qwen2" in strong

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,103 @@ def test_cross_model_ensembles_and_a_perfect_judge_wins() -> None:
     assert "| judge |" in sweep.markdown(
         {**report, "task": "entailment", "date": "d", "items": y.size, "engines": {"backend": "b"}}
     )
+
+
+def test_cosine_features_name_embedder_models_of_the_profile() -> None:
+    from tribunal.core import load_settings
+
+    tiny = load_settings("tiny")
+    # cosine is the embedder role's model; a repeat is scored once.
+    assert sweep.cosine_features([], tiny) == []
+    assert sweep.cosine_features(["cosine", "cosine:embedder_large", "cosine:embedder"], tiny) == [
+        "embedder",
+        "embedder_large",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("feature", "message"),
+    [
+        (
+            "cosine:llm_weak",
+            "--features cosine:llm_weak: 'llm_weak' is a model of kind llm in profile 'tiny'; "
+            "cosine needs an embedder model: embedder, embedder_large",
+        ),
+        ("cosine:nope", "'nope' is not a model in profile 'tiny'"),
+        ("cosine:", "--features 'cosine:': expected cosine or cosine:MODEL_KEY"),
+        ("bm25", "--features 'bm25': expected cosine or cosine:MODEL_KEY"),
+    ],
+)
+def test_cosine_features_refuse_what_is_not_an_embedder(feature: str, message: str) -> None:
+    from tribunal.core import InvalidArgumentError, load_settings
+
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)) as caught:
+        sweep.cosine_features(["cosine", feature], load_settings("tiny"))
+    assert caught.value.field == "features"
+
+
+def test_a_bad_feature_is_refused_before_any_llm_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tribunal.core.llm
+    from tribunal.core import InvalidArgumentError
+
+    def no_engine(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an LLM engine was loaded before --features was checked")
+
+    monkeypatch.setattr(tribunal.core.llm, "shared_engine", no_engine)
+    args = argparse.Namespace(
+        profile="tiny",
+        features=["cosine:llm_weak"],
+        response_cache=None,
+        backend=None,
+        task="relevance",
+        variants=None,
+        models=["llm_weak"],
+    )
+    with pytest.raises(InvalidArgumentError, match="cosine needs an embedder model"):
+        sweep._score(args, [])
+
+
+def test_two_cosine_judges_are_two_models_and_export_under_their_own_keys() -> None:
+    from tribunal.core import load_settings
+    from tribunal.ensemble import RelevanceArtifact
+    from tribunal.evaluation._relevance_export import export_relevance
+
+    y, judges = _table(seed=3)
+    rng = np.random.default_rng(3)
+    for key, spread in (("embedder", 0.3), ("embedder_large", 0.2)):
+        cosine = np.clip(0.2 + 0.3 * y + rng.normal(0, spread, y.size), -1, 1)
+        name = f"{key}:cosine"
+        judges[name] = Judge(
+            name,
+            "single",
+            (name,),
+            (cosine + 1) / 2,
+            np.full(y.size, 0.01),
+            np.zeros(y.size),
+            transform="cosine",
+        )
+    report = sweep.analyse(judges, y, task="relevance", seed=3, max_escalation=0.15)
+    rows = {r["judge"]: r for r in report["judges"]}
+    # The models are the prefixes before ':': each embedder is one, with no self-ensemble.
+    assert "embedder:self-ensemble" not in rows
+    assert "embedder_large:self-ensemble" not in rows
+    assert rows["cross-model:best"]["members"] == [
+        "embedder:cosine",
+        "embedder_large:cosine",
+        max(
+            ("m:a@1", "m:b@1"),
+            key=lambda n: rows[n]["selection"]["selection_cascade_balanced_accuracy"],
+        ),
+    ]
+    report.update(command="tribunal eval sweep", task="relevance")
+    artifact = export_relevance(
+        report, judges, "embedder_large:cosine", labels=y, backend="llamacpp"
+    )
+    assert artifact["features"] == [
+        {"name": "embedder_large/cosine", "kind": "cosine", "model_key": "embedder_large"}
+    ]
+    # The exported artifact fits the tiny profile: embedder_large is an embedder there.
+    RelevanceArtifact.from_dict(artifact).check_profile(load_settings("tiny"))
 
 
 @pytest.mark.models

@@ -103,11 +103,11 @@ def _list(args: argparse.Namespace) -> int:
     store = ModelStore(settings.model_dir, progress=False)
     roles = settings.roles.names() if settings.roles else {}
     print(f"profile {settings.profile}: {settings.description}\nmodel dir {store.root}\n")
-    print(f"{'model':12} {'status':10} {'size MiB':>9}  {'roles':40} source")
+    print(f"{'model':14} {'status':10} {'size MiB':>9}  {'roles':40} source")
     for key, spec in settings.models.items():
         used_by = ", ".join(r for r, k in roles.items() if k == key)
         if spec.artifact is None:
-            print(f"{key:12} {'hub':10} {'-':>9}  {used_by:40} {spec.hf_id}")
+            print(f"{key:14} {'hub':10} {'-':>9}  {used_by:40} {spec.hf_id}")
             continue
         artifact = get_artifact(spec.artifact)
         status = store.status(artifact)
@@ -117,7 +117,7 @@ def _list(args: argparse.Namespace) -> int:
             if path.is_dir()
             else (path.stat().st_size if path.exists() else 0)
         )
-        print(f"{key:12} {status:10} {size / 2**20:9.1f}  {used_by:40} {path}")
+        print(f"{key:14} {status:10} {size / 2**20:9.1f}  {used_by:40} {path}")
     return 0
 
 
@@ -128,7 +128,7 @@ def _verify(args: argparse.Namespace) -> int:
     for key, artifact in _artifacts(settings):
         ok = store.verify(artifact)
         failed += not ok
-        print(f"{'ok' if ok else 'MISMATCH/MISSING':17} {key:12} {artifact.id}")
+        print(f"{'ok' if ok else 'MISMATCH/MISSING':17} {key:14} {artifact.id}")
     return 1 if failed else 0
 
 
@@ -139,5 +139,5 @@ def _check(args: argparse.Namespace) -> int:
     for key in settings.models:
         started = time.perf_counter()
         line = probe_model(settings, key)
-        print(f"{key:12} {line}  ({time.perf_counter() - started:.1f} s)")
+        print(f"{key:14} {line}  ({time.perf_counter() - started:.1f} s)")
     return 0

@@ -19,6 +19,10 @@ sweep recomputes nothing). On the selection half only, each judge gets:
   out-of-fold on selection;
 - the winner: the best selection figure (cascade bAcc for relevance, bAcc otherwise).
 
+For relevance, ``--features cosine`` / ``cosine:MODEL_KEY`` add non-LLM judges: the
+query-passage cosine of the embedder role or of any embedder model of the profile
+(judge ``MODEL_KEY:cosine``).
+
 The test half is only reported on: balanced accuracy and class recalls at the
 selected threshold, AUROC, ECE (raw, Platt, isotonic), the cascade's kept-item bAcc
 and escalation, seconds and prompt tokens per item, with 95% bootstrap intervals.
@@ -49,9 +53,7 @@ from ._sweep_stats import (
     stratified_split,
 )
 
-__all__ = ["COSINE_JUDGE", "TASKS", "add_arguments", "analyse", "markdown", "run"]
-
-COSINE_JUDGE = "embedder:cosine"
+__all__ = ["TASKS", "add_arguments", "analyse", "cosine_features", "markdown", "run"]
 
 TASKS = {"relevance": "trec-dl", "entailment": "scifact"}
 _DEFAULT_VARIANTS = {
@@ -88,10 +90,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--features",
         nargs="*",
-        choices=("cosine",),
         default=[],
-        help="relevance: non-LLM judges to add (cosine: the profile embedder's "
-        "query-passage cosine, judge embedder:cosine)",
+        metavar="cosine[:MODEL_KEY]",
+        help="relevance: non-LLM judges to add: the query-passage cosine of the profile's "
+        "embedder role (cosine) or of any embedder model of the profile (cosine:MODEL_KEY); "
+        "judge MODEL_KEY:cosine, e.g. embedder:cosine, embedder_large:cosine",
     )
     parser.add_argument(
         "--export-relevance",
@@ -124,6 +127,8 @@ def _score(args: argparse.Namespace, items: list[Any]) -> tuple[dict[str, Judge]
     from tribunal.prompts import get_prompt
 
     settings = load_settings(args.profile)
+    # Checked before any LLM runs: a typo should not cost a sweep.
+    embedder_keys = cosine_features(args.features, settings)
     cache = args.response_cache or settings.llm.response_cache or Path(".build/answers.sqlite")
     settings = settings.model_copy(
         update={"llm": settings.llm.model_copy(update={"response_cache": cache})}
@@ -160,28 +165,69 @@ def _score(args: argparse.Namespace, items: list[Any]) -> tuple[dict[str, Judge]
                     bar.update(len(chunk))
             name = f"{model}:{template.id}"
             judges[name] = Judge(name, "single", (name,), p, seconds, tokens)
-    if "cosine" in args.features:
-        judges[COSINE_JUDGE] = _cosine_judge(settings, items)
-        names["embedder"] = str(settings.model_spec(settings.roles.embedder).artifact)  # type: ignore[union-attr]
+    for key in embedder_keys:
+        judge = _cosine_judge(settings, key, items)
+        judges[judge.name] = judge
+        names[key] = str(settings.model_spec(key).artifact or settings.model_spec(key).hf_id)
     return judges, {"backend": backend, "response_cache": str(cache), **names}
 
 
-def _cosine_judge(settings: Any, items: list[Any]) -> Judge:
-    """The profile embedder's query-passage cosine as a judge (milliseconds per item)."""
+def cosine_features(features: list[str], settings: Any) -> list[str]:
+    """The embedder model keys of ``--features`` (``cosine``: the embedder role), in order,
+    once each.
+
+    Raises:
+        InvalidArgumentError: not ``cosine[:MODEL_KEY]``, an unknown key, or a key that
+            is not an embedder.
+    """
+    embedders = [key for key, spec in settings.models.items() if spec.kind == "embedder"]
+    keys: list[str] = []
+    for feature in features:
+        name, _, key = feature.partition(":")
+        if name != "cosine" or (feature != "cosine" and not key):
+            raise InvalidArgumentError(
+                f"--features {feature!r}: expected cosine or cosine:MODEL_KEY",
+                field="features",
+            )
+        if settings.roles is None:
+            # The embedder loader reads roles.embedder.
+            raise InvalidArgumentError(
+                f"--features {feature}: profile {settings.profile!r} defines no roles",
+                field="features",
+            )
+        key = key or settings.roles.embedder
+        spec = settings.models.get(key)
+        if spec is None or spec.kind != "embedder":
+            what = "not a model" if spec is None else f"a model of kind {spec.kind}"
+            raise InvalidArgumentError(
+                f"--features {feature}: {key!r} is {what} in profile {settings.profile!r}; "
+                f"cosine needs an embedder model: {', '.join(embedders) or 'none'}",
+                field="features",
+            )
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
+def _cosine_judge(settings: Any, key: str, items: list[Any]) -> Judge:
+    """Embedder ``key``'s query-passage cosine as judge ``KEY:cosine`` (ms per item)."""
     import time
 
     from tribunal.retrieval import load_profile_embedder
 
-    embedder = load_profile_embedder(settings)
+    # load_profile_embedder loads roles.embedder: point that role at this key.
+    roles = settings.roles.model_copy(update={"embedder": key})
+    embedder = load_profile_embedder(settings.model_copy(update={"roles": roles}))
+    name = f"{key}:cosine"
     started = time.perf_counter()
     queries = embedder.embed([i.fields["query"] for i in items], progress=True)
     passages = embedder.embed([i.fields["passage"] for i in items], progress=True)
     cosine = np.sum(np.asarray(queries) * np.asarray(passages), axis=1)
     seconds = np.full(len(items), (time.perf_counter() - started) / len(items))
     return Judge(
-        COSINE_JUDGE,
+        name,
         "single",
-        (COSINE_JUDGE,),
+        (name,),
         (np.clip(cosine, -1.0, 1.0) + 1) / 2,
         seconds,
         np.zeros(len(items)),

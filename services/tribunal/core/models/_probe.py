@@ -19,13 +19,18 @@ def probe_model(settings: Settings, key: str) -> str:
     if spec.artifact is None:
         return f"hub model {spec.hf_id}: not probed offline"
     if spec.kind == "embedder":
-        return _probe_embedder(settings)
+        return _probe_embedder(settings, key)
     if spec.kind == "llm":
         return _probe_gguf(settings, key)
     return f"{spec.kind}: no probe"
 
 
-def _probe_embedder(settings: Settings) -> str:
+def _probe_embedder(settings: Settings, key: str) -> str:
+    # load_embedder loads roles.embedder: point that role at this key (a profile may
+    # hold more than one embedder, e.g. a larger one used only as a relevance feature).
+    if settings.roles is not None:
+        roles = settings.roles.model_copy(update={"embedder": key})
+        settings = settings.model_copy(update={"roles": roles})
     model = load_embedder(settings)
     vectors = model.encode([*_PARAPHRASE, _UNRELATED], normalize_embeddings=True)
     paraphrase = float(vectors[0] @ vectors[1])

