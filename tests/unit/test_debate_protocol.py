@@ -111,6 +111,10 @@ def test_a_malformed_output_is_retried_then_recorded_as_a_failure_never_a_label(
     retry = engine.calls[1][0]
     assert "That answer is not valid" in retry
     assert "I think it is irrelevant." in retry
+    # ...and what the rationale is about: told only "no JSON object", a 0.5B agent echoed
+    # that sentence as its rationale and dropped its stance (docs/results.md, Debate).
+    assert "Keep the position you argued" in retry
+    assert "never about this message" in retry
     # The other item of the same batch is unaffected.
     assert (second.outcome, second.label) == (DebateOutcome.AGREED, DebateLabel.RELEVANT)
 

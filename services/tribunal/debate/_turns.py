@@ -186,13 +186,17 @@ def generate_turns(
                 )
             )
             continue
-        # The engine's own retry loop, started from this failed first attempt.
+        # The engine's own retry loop, started from this failed first attempt. Measured on
+        # 300 TREC DL debates: told only "no JSON object", the 0.5B agent A answered valid
+        # JSON whose rationale was that sentence and whose label dropped its stance (17 of
+        # the 24 round-1 agreements); the retry now says what the rationale is about.
         conversation = prompt.extended(
             Message("assistant", generation.text),
             Message(
                 "user",
                 f"That answer is not valid: {problem}. Reply again with only the JSON value "
-                "that matches the schema.",
+                "that matches the schema. Keep the position you argued; the rationale is about "
+                "the passage and the query, never about this message.",
             ),
         )
         try:
