@@ -44,6 +44,7 @@ def _gateway(database_url: str, **gateway: object) -> Iterator[Gateway]:
                 ("retrieval", "ensemble", "entailment", "confidence", "debate"), address
             ),
             "retry_backoff_s": 0.01,
+            "label_mode": "cascade",  # the DESIGN default; the tiny profile picks judge
             **gateway,
         },
     )

@@ -64,8 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--mode",
         choices=("cascade", "debate", "judge"),
         default=None,
-        help="judges then debate when unsure (cascade, the default), DREAM on every item "
-        "(debate), or the judges alone (judge)",
+        help="judges then debate when unsure (cascade), DREAM on every item (debate), or "
+        "the judges alone (judge); default: gateway.label_mode (judge in the tiny profile)",
     )
     run.add_argument("--resume", action="store_true", help="continue an existing job")
     run.add_argument("--workers", type=int, default=None, help="worker threads / Ray actors")
