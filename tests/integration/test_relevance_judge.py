@@ -109,7 +109,10 @@ def served(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[ensemble_pb2_grpc.EnsembleServiceStub]:
     path = write_tiny_artifact(tmp_path_factory.mktemp("relevance") / "relevance.json")
-    host = build_ensemble_host(_settings(relevance_artifact=str(path), relevance_preload=True))
+    # As label jobs run it: the relevance judge loaded up front, no matching panel.
+    host = build_ensemble_host(
+        _settings(relevance_artifact=str(path), relevance_preload=True, serve_match=False)
+    )
     port = host.start()
     assert host.wait_until_ready(600), host.load_error
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -142,6 +145,12 @@ def test_judge_relevance_over_grpc(
         served.JudgeRelevance(ensemble_pb2.JudgeRelevanceRequest(query=QUERY, chunk=""))
     assert empty.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "chunk must be non-empty" in (empty.value.details() or "")
+    # serve_match=false: no matching panel was loaded, and Match says so.
+    candidate = common_pb2.KbEntry(id="a", question=QUERY, answer=RELEVANT)
+    with pytest.raises(grpc.RpcError) as match:
+        served.Match(ensemble_pb2.MatchRequest(query=QUERY, candidate=candidate))
+    assert match.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "ensemble.serve_match is false" in (match.value.details() or "")
 
 
 def test_without_an_artifact_match_is_served_and_judge_relevance_says_what_to_create(

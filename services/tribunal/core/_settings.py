@@ -342,6 +342,10 @@ class EnsembleSettings(_Strict):
     """Load the relevance judge when the service starts (if its artifact exists) instead of
     on the first ``JudgeRelevance``. Label jobs' stage hosts turn it on, so no item waits
     for the load; off, a Match-only service never loads the judge's models."""
+    serve_match: bool = True
+    """Load the matching judges and serve ``Match``/``BatchMatch``. Label jobs' stage hosts
+    turn it off: they call only ``JudgeRelevance``, and the six-judge panel is three LLMs
+    to load for nothing (FAILED_PRECONDITION on ``Match`` then)."""
     max_chunk_chars: int = Field(20_000, ge=1, le=10_000_000)
     """Longest chunk ``JudgeRelevance`` accepts (the prompt cuts the passage to fit the
     model; this bounds the work before that)."""
@@ -489,10 +493,6 @@ class GatewaySettings(_Strict):
     """Debate rounds for ``Label``; 0: the debate service's default."""
     max_query_chars: int = Field(2_000, ge=1, le=1_000_000)
     """Longest query accepted."""
-    relevance_preload: bool = False
-    """Load the relevance judge when the service starts (if its artifact exists) instead of
-    on the first ``JudgeRelevance``. Label jobs' stage hosts turn it on, so no item waits
-    for the load; off, a Match-only service never loads the judge's models."""
     max_chunk_chars: int = Field(20_000, ge=1, le=10_000_000)
     """Longest chunk ``Label`` accepts."""
     batch_max_items: int = Field(256, ge=1, le=100_000)

@@ -12,7 +12,7 @@ import threading
 
 import grpc
 
-from ..core import Settings, UnavailableError
+from ..core import FailedPreconditionError, Settings, UnavailableError
 from ..core.server import ServiceBinding, ServiceHost
 from ..retrieval.servicer import entry_from_proto
 from ..v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
@@ -92,7 +92,15 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
     def set_matcher(self, matcher: EnsembleMatcher) -> None:
         self._matcher = matcher
 
+    serve_match: bool = True
+    """False: this deployment serves JudgeRelevance only (``ensemble.serve_match``)."""
+
     def _ready(self) -> EnsembleMatcher:
+        if not self.serve_match:
+            raise FailedPreconditionError(
+                "this ensemble deployment serves JudgeRelevance only "
+                "(ensemble.serve_match is false): send Match to one that serves it"
+            )
         if self._matcher is None:
             raise UnavailableError("the ensemble judges are still loading")
         return self._matcher
@@ -129,8 +137,11 @@ def build_host(settings: Settings) -> ServiceHost:
     servicer = EnsembleServicer()
     relevance = RelevanceJudgeSlot(settings)
 
+    servicer.serve_match = settings.ensemble.serve_match
+
     def load() -> None:
-        servicer.set_matcher(EnsembleMatcher.from_settings(settings))
+        if settings.ensemble.serve_match:
+            servicer.set_matcher(EnsembleMatcher.from_settings(settings))
         if settings.ensemble.relevance_preload:
             relevance.preload()
         servicer.relevance = relevance

@@ -98,8 +98,11 @@ def build_label_stages(settings: Settings, stages: Sequence[str]) -> ServiceHost
     from ..gateway.servicer import build_stage_host
 
     server = settings.server.model_copy(update={"auth_token": None})
-    # Labelling is what the ensemble stage is here for: load its relevance judge up front.
-    ensemble = settings.ensemble.model_copy(update={"relevance_preload": True})
+    # Labelling is what the ensemble stage is here for: load its relevance judge up front,
+    # and not the matching panel (three LLMs Label never calls).
+    ensemble = settings.ensemble.model_copy(
+        update={"relevance_preload": True, "serve_match": False}
+    )
     return build_stage_host(
         settings.model_copy(update={"server": server, "ensemble": ensemble}),
         stages,
