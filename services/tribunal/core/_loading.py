@@ -54,12 +54,14 @@ def model_path(settings: Settings, key: str) -> Path:
     return ModelStore(settings.model_dir, progress=False).require(get_artifact(spec.artifact))
 
 
-def load_embedder(settings: Settings) -> SentenceTransformer:
-    """The profile's embedder as a sentence-transformers model on the chosen device."""
+def load_embedder(settings: Settings, key: str | None = None) -> SentenceTransformer:
+    """Embedder model ``key`` of the profile (default: ``roles.embedder``) as a
+    sentence-transformers model on the chosen device."""
     from sentence_transformers import SentenceTransformer
 
-    assert settings.roles is not None, "the profile defines no roles"
-    key = settings.roles.embedder
+    if key is None:
+        assert settings.roles is not None, "the profile defines no roles"
+        key = settings.roles.embedder
     spec = settings.model_spec(key)
     device = resolve_device(settings)
     if spec.artifact is not None:

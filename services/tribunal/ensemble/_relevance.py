@@ -128,10 +128,7 @@ class RelevanceJudge:
             if feature.kind == "llm_p_yes" and key not in engines:
                 engines[key] = shared_engine(settings, key, backend=artifact.backend)
             elif feature.kind == "cosine" and key not in embedders:
-                # load_profile_embedder loads roles.embedder: point that role at this key.
-                assert settings.roles is not None, "check_profile needs a profile with roles"
-                roles = settings.roles.model_copy(update={"embedder": key})
-                embedders[key] = load_profile_embedder(settings.model_copy(update={"roles": roles}))
+                embedders[key] = load_profile_embedder(settings, key)
         options = settings.ensemble
         return cls(
             artifact,

@@ -215,9 +215,7 @@ def _cosine_judge(settings: Any, key: str, items: list[Any]) -> Judge:
 
     from tribunal.retrieval import load_profile_embedder
 
-    # load_profile_embedder loads roles.embedder: point that role at this key.
-    roles = settings.roles.model_copy(update={"embedder": key})
-    embedder = load_profile_embedder(settings.model_copy(update={"roles": roles}))
+    embedder = load_profile_embedder(settings, key)
     name = f"{key}:cosine"
     started = time.perf_counter()
     queries = embedder.embed([i.fields["query"] for i in items], progress=True)

@@ -92,14 +92,19 @@ class SentenceTransformerEmbedder:
         return out
 
 
-def load_profile_embedder(settings: Settings) -> SentenceTransformerEmbedder:
-    """The profile's embedder role, loaded from the model cache."""
+def load_profile_embedder(
+    settings: Settings, key: str | None = None
+) -> SentenceTransformerEmbedder:
+    """Embedder model ``key`` of the profile (default: the embedder role), loaded from the
+    model cache."""
     from ..core import load_embedder
 
-    assert settings.roles is not None, "the profile defines no roles"
-    spec = settings.model_spec(settings.roles.embedder)
+    if key is None:
+        assert settings.roles is not None, "the profile defines no roles"
+        key = settings.roles.embedder
+    spec = settings.model_spec(key)
     return SentenceTransformerEmbedder(
-        load_embedder(settings),
-        name=spec.artifact or spec.hf_id or settings.roles.embedder,
+        load_embedder(settings, key),
+        name=spec.artifact or spec.hf_id or key,
         batch_size=settings.retrieval.embed_batch_size,
     )

@@ -26,12 +26,9 @@ def probe_model(settings: Settings, key: str) -> str:
 
 
 def _probe_embedder(settings: Settings, key: str) -> str:
-    # load_embedder loads roles.embedder: point that role at this key (a profile may
-    # hold more than one embedder, e.g. a larger one used only as a relevance feature).
-    if settings.roles is not None:
-        roles = settings.roles.model_copy(update={"embedder": key})
-        settings = settings.model_copy(update={"roles": roles})
-    model = load_embedder(settings)
+    # A profile may hold more than one embedder (a larger one used only as a relevance
+    # feature): load the one probed.
+    model = load_embedder(settings, key)
     vectors = model.encode([*_PARAPHRASE, _UNRELATED], normalize_embeddings=True)
     paraphrase = float(vectors[0] @ vectors[1])
     unrelated = float(vectors[0] @ vectors[2])
