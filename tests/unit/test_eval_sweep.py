@@ -273,6 +273,26 @@ def test_a_bad_feature_is_refused_before_any_llm_loads(monkeypatch: pytest.Monke
         sweep._score(args, [])
 
 
+@pytest.mark.models
+def test_entailment_cosine_compares_claim_with_evidence() -> None:
+    # Entailment items carry claim/evidence, not query/passage: the cosine judge reads
+    # the task's two fields (a KeyError here before entailment took --features).
+    from tribunal.core import load_settings
+    from tribunal.evaluation.judge import Item
+
+    claim = "Vitamin D deficiency raises the risk of fractures."
+    items = [
+        Item("a", 1, {"claim": claim, "evidence": claim}, "g"),
+        Item("b", 0, {"claim": claim, "evidence": "The stock market closed lower."}, "g"),
+    ]
+    judge = sweep._cosine_judge(
+        load_settings("tiny"), "embedder", items, sweep._PAIR_FIELDS["entailment"]
+    )
+    assert judge.name == "embedder:cosine"
+    assert judge.p_yes[0] == pytest.approx(1.0, abs=1e-4)  # (1 + cos) / 2 of identical texts
+    assert judge.p_yes[1] < 0.6
+
+
 def test_two_cosine_judges_are_two_models_and_export_under_their_own_keys() -> None:
     from tribunal.core import load_settings
     from tribunal.ensemble import RelevanceArtifact

@@ -4,8 +4,9 @@ Items are the ensemble's matching set (``tribunal ensemble build-dataset``; buil
 with no judging when ``--dataset`` has no ``items.jsonl`` yet). Features per item:
 
 - ``cos_question``, ``cos_answer``, ``cos_question_answer``: the profile embedder's
-  (MiniLM's) cosine of the query with the candidate's question, its answer, and
-  question + " " + answer (normalised vectors);
+  (MiniLM's; ``--embedder MODEL_KEY`` for another, e.g. MPNet) cosine of the query
+  with the candidate's question, its answer, and question + " " + answer (normalised
+  vectors);
 - ``token_set``: rapidfuzz's token-set ratio / 100 of the query and the question;
 - ``dense_score``, ``bm25_score``, ``rrf_score``: what retrieval returned — COVID items
   only (STS-B pairs were never retrieved), so they enter a separate ablation on the
@@ -23,7 +24,8 @@ per source, with 95% bootstrap intervals: accuracy, hallucination (accepted but 
 accepted), coverage (share accepted), AUROC; the false-positive rate (RAL2M's "Hallu")
 is listed beside it. Writes JSON and a markdown table.
 
-    tribunal eval matching-features [--dataset .build/ensemble/dataset] [--out F.json]
+    tribunal eval matching-features [--dataset .build/ensemble/dataset] [--embedder KEY]
+        [--out F.json]
 """
 
 from __future__ import annotations
@@ -408,6 +410,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--data", type=Path, default=Path("../shared/data"), help="data root (to build items)"
     )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
+    parser.add_argument(
+        "--embedder",
+        default=None,
+        metavar="MODEL_KEY",
+        help="embedder model of the profile for the cosine features (default: the "
+        "embedder role, e.g. embedder_large for MPNet in tiny)",
+    )
     parser.add_argument("--seed", type=int, default=13, help="split and fold seed")
     parser.add_argument("--fraction", type=float, default=0.5, help="share in selection")
     parser.add_argument("--alpha", type=float, default=0.05, help="hallucination target")
@@ -430,11 +439,20 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.fraction < 1:
         raise InvalidArgumentError("--fraction must be in (0, 1)", field="fraction")
     settings = load_settings(args.profile)
+    embedder_key = args.embedder or (settings.roles.embedder if settings.roles else None)
+    spec = settings.models.get(embedder_key) if embedder_key else None
+    if spec is None or spec.kind != "embedder":
+        embedders = [key for key, m in settings.models.items() if m.kind == "embedder"]
+        raise InvalidArgumentError(
+            f"--embedder {embedder_key!r} is not an embedder model of profile "
+            f"{settings.profile!r}: {', '.join(embedders) or 'none'}",
+            field="embedder",
+        )
     if (args.dataset / "items.jsonl").is_file():
         items = read_items(args.dataset)
     else:
         items = build_items(settings, args.data, args.dataset, seed=args.seed)
-    embedder = load_profile_embedder(settings)
+    embedder = load_profile_embedder(settings, embedder_key)
     started = time.perf_counter()
     table = compute_features(items, embedder, progress=not args.no_progress)
     feature_seconds = time.perf_counter() - started

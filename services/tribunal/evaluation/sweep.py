@@ -19,9 +19,9 @@ sweep recomputes nothing). On the selection half only, each judge gets:
   out-of-fold on selection;
 - the winner: the best selection figure (cascade bAcc for relevance, bAcc otherwise).
 
-For relevance, ``--features cosine`` / ``cosine:MODEL_KEY`` add non-LLM judges: the
-query-passage cosine of the embedder role or of any embedder model of the profile
-(judge ``MODEL_KEY:cosine``).
+``--features cosine`` / ``cosine:MODEL_KEY`` add non-LLM judges: the cosine of the
+embedder role or of any embedder model of the profile between the two texts of a pair
+(query and passage; claim and evidence) (judge ``MODEL_KEY:cosine``).
 
 The test half is only reported on: balanced accuracy and class recalls at the
 selected threshold, AUROC, ECE (raw, Platt, isotonic), the cascade's kept-item bAcc
@@ -56,6 +56,8 @@ from ._sweep_stats import (
 __all__ = ["TASKS", "add_arguments", "analyse", "cosine_features", "markdown", "run"]
 
 TASKS = {"relevance": "trec-dl", "entailment": "scifact"}
+# The two texts of a pair the cosine features compare, per task.
+_PAIR_FIELDS = {"relevance": ("query", "passage"), "entailment": ("claim", "evidence")}
 _DEFAULT_VARIANTS = {
     "relevance": ["relevance/yesno@1"],
     "entailment": ["entailment/support@1"],
@@ -92,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         default=[],
         metavar="cosine[:MODEL_KEY]",
-        help="relevance: non-LLM judges to add: the query-passage cosine of the profile's "
+        help="non-LLM judges to add: the cosine between the pair's texts (query-passage, "
+        "claim-evidence) of the profile's "
         "embedder role (cosine) or of any embedder model of the profile (cosine:MODEL_KEY); "
         "judge MODEL_KEY:cosine, e.g. embedder:cosine, embedder_large:cosine",
     )
@@ -166,7 +169,7 @@ def _score(args: argparse.Namespace, items: list[Any]) -> tuple[dict[str, Judge]
             name = f"{model}:{template.id}"
             judges[name] = Judge(name, "single", (name,), p, seconds, tokens)
     for key in embedder_keys:
-        judge = _cosine_judge(settings, key, items)
+        judge = _cosine_judge(settings, key, items, _PAIR_FIELDS[role])
         judges[judge.name] = judge
         names[key] = str(settings.model_spec(key).artifact or settings.model_spec(key).hf_id)
     return judges, {"backend": backend, "response_cache": str(cache), **names}
@@ -209,8 +212,8 @@ def cosine_features(features: list[str], settings: Any) -> list[str]:
     return keys
 
 
-def _cosine_judge(settings: Any, key: str, items: list[Any]) -> Judge:
-    """Embedder ``key``'s query-passage cosine as judge ``KEY:cosine`` (ms per item)."""
+def _cosine_judge(settings: Any, key: str, items: list[Any], fields: tuple[str, str]) -> Judge:
+    """Embedder ``key``'s cosine between the ``fields`` of each item as judge ``KEY:cosine``."""
     import time
 
     from tribunal.retrieval import load_profile_embedder
@@ -218,8 +221,8 @@ def _cosine_judge(settings: Any, key: str, items: list[Any]) -> Judge:
     embedder = load_profile_embedder(settings, key)
     name = f"{key}:cosine"
     started = time.perf_counter()
-    queries = embedder.embed([i.fields["query"] for i in items], progress=True)
-    passages = embedder.embed([i.fields["passage"] for i in items], progress=True)
+    queries = embedder.embed([i.fields[fields[0]] for i in items], progress=True)
+    passages = embedder.embed([i.fields[fields[1]] for i in items], progress=True)
     cosine = np.sum(np.asarray(queries) * np.asarray(passages), axis=1)
     seconds = np.full(len(items), (time.perf_counter() - started) / len(items))
     return Judge(
@@ -395,10 +398,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.pairs < 0:
         raise InvalidArgumentError("--pairs must be >= 0 (0: every SciFact pair)", field="pairs")
-    if args.task != "relevance" and (args.features or args.export_relevance):
-        raise InvalidArgumentError(
-            "--features and --export-relevance are for --task relevance", field="task"
-        )
+    if args.task != "relevance" and args.export_relevance:
+        raise InvalidArgumentError("--export-relevance is for --task relevance", field="task")
     items = load_items(
         TASKS[args.task],
         args.data,
