@@ -49,14 +49,14 @@ browser: ## Debian's chromium for the review page's browser test (apt, once)
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y --no-install-recommends chromium; }
 
 lint: install ## ruff (lint + format check), mypy on services/, buf lint on protos/
-	$(BIN)/ruff check services tests bench loadtest
-	$(BIN)/ruff format --check services tests bench loadtest
+	$(BIN)/ruff check services tests bench loadtest experiments
+	$(BIN)/ruff format --check services tests bench loadtest experiments
 	$(BIN)/mypy services
 	cd protos && ../$(BIN)/buf lint
 
 format: install ## apply ruff fixes and formatting
-	$(BIN)/ruff check --fix services tests bench loadtest
-	$(BIN)/ruff format services tests bench loadtest
+	$(BIN)/ruff check --fix services tests bench loadtest experiments
+	$(BIN)/ruff format services tests bench loadtest experiments
 
 protos: install ## regenerate services/tribunal/v1 from protos/ (commit the result)
 	$(BIN)/python -m tribunal.protogen services
