@@ -47,6 +47,7 @@ def test_concurrent_single_pairs_through_the_handle_match_in_process(tmp_path: P
         "tiny",
         llm_backend="llamacpp",
         ensemble={
+            "matcher": "judges",
             "aggregator": "majority",
             "judges": ["llm_tiny/ral2m"],
             "relevance_artifact": str(relevance),

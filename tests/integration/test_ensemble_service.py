@@ -72,7 +72,7 @@ def _settings(**ensemble: object) -> Settings:
         "tiny",
         llm_backend="llamacpp",
         server={"port": 0, "metrics_port": None},
-        ensemble=ensemble,
+        ensemble={"matcher": "judges", **ensemble},
     )
 
 

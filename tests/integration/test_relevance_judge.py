@@ -39,7 +39,12 @@ def _settings(**ensemble: object) -> Settings:
         "tiny",
         llm_backend="llamacpp",
         server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
-        ensemble={"judges": ["llm_tiny/ral2m"], "aggregator": "majority", **ensemble},
+        ensemble={
+            "matcher": "judges",
+            "judges": ["llm_tiny/ral2m"],
+            "aggregator": "majority",
+            **ensemble,
+        },
     )
 
 

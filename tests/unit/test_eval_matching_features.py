@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from tribunal.confidence import select_risk_threshold
 from tribunal.core import InvalidArgumentError, Settings
-from tribunal.ensemble import MatchItem
+from tribunal.ensemble import FeatureMatcher, MatchFeaturesArtifact, MatchItem, MatchRequestItem
 from tribunal.evaluation import matching_features as mf
 from tribunal.retrieval import KbEntry
 
@@ -219,6 +219,8 @@ def test_real_run_with_the_profile_embedder(
         resamples=100,
         out=out,
         no_progress=True,
+        artifact=tmp_path / "matcher.json",
+        signals=tmp_path / "signals.jsonl",
     )
     assert mf.run(args) == 0
     result = json.loads(out.read_text(encoding="utf-8"))  # strict JSON: NaN written as null
@@ -237,6 +239,26 @@ def test_real_run_with_the_profile_embedder(
     # Paraphrases sit closer than other questions (a property of any sane embedder).
     assert cos[table.labels == 1].mean() > cos[table.labels == 0].mean()
     assert np.isnan(table.features["dense_score"]).all()  # never retrieved
+
+    # The artifact is the evaluated LR, and the served matcher reproduces its P(match).
+    artifact = MatchFeaturesArtifact.load(tmp_path / "matcher.json")
+    assert artifact.version.startswith("mf-")
+    assert list(artifact.coef) == lr["fitted_on_selection"]["model"]["coef"]
+    assert artifact.threshold == lr["fitted_on_selection"]["thresholds"]["max-accuracy"]
+    assert artifact.metrics["test"]["max-accuracy"] == lr["test"]["max-accuracy"]
+    assert artifact.embedder.name == embedder.name == "all-minilm-l6-v2"
+    rows = [json.loads(line) for line in (tmp_path / "signals.jsonl").read_text().splitlines()]
+    assert len(rows) == result["split"]["test"]["items"]
+    by_id = {item.id: item for item in items}
+    served = FeatureMatcher(artifact, embedder, tiny_settings.ensemble).match(
+        [MatchRequestItem(by_id[r["id"]].query, by_id[r["id"]].candidate) for r in rows]
+    )
+    for row, verdict in zip(rows, served, strict=True):
+        assert row["label"] == by_id[row["id"]].label
+        assert verdict.p_match == pytest.approx(row["signals"]["ensemble_p_match"], abs=1e-5)
+        assert verdict.match == (verdict.p_match >= artifact.threshold)
+        assert verdict.judges == ()
+        assert verdict.aggregator == "features"
 
 
 @pytest.mark.parametrize(

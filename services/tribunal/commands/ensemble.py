@@ -364,14 +364,7 @@ def _export_signals(args: argparse.Namespace) -> int:
         for split_name in args.splits:
             for index in getattr(split, split_name):
                 item = data.items[int(index)]
-                signals: dict[str, Any] = {}
-                retrieval = item.retrieval
-                if "score" in retrieval:
-                    signals["retrieval_score"] = retrieval["score"]
-                    signals["retrieval_rank"] = int(retrieval["rank"])
-                for key in ("dense_score", "sparse_score"):
-                    if key in retrieval:
-                        signals[key] = retrieval[key]
+                signals: dict[str, Any] = dict(item.retrieval_signals())
                 signals["judge_p_yes"] = {
                     judge: float(data.p_yes[index, column])
                     for column, judge in enumerate(artifact.judges)

@@ -29,7 +29,7 @@ EVALUATIONS: dict[str, tuple[str, str]] = {
     ),
     "matching-features": (
         "tribunal.evaluation.matching_features",
-        "KB-entry matching from MiniLM cosines + token overlap (no LLM): LR and thresholds "
+        "KB-entry matching from embedder cosines + token overlap (no LLM): LR and thresholds "
         "fitted on a selection half, accuracy / hallucination / coverage / AUROC on the test half",
     ),
     "sweep": (

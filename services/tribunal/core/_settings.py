@@ -320,6 +320,14 @@ class EnsembleSettings(_Strict):
     artifact_path: Path | None = None
     """Trained aggregator artifact (a folder); None: ``data_dir/ensemble/artifact`` when it
     exists, else the one shipped for the profile (not when ``judges`` names a panel)."""
+    matcher: Literal["judges", "features"] = "judges"
+    """What answers ``Match``: ``judges`` (the LLM judge panel and ``aggregator``) or
+    ``features`` (no LLM: a logistic regression over embedding cosines and a fuzzy
+    ratio, from ``features_artifact``; docs/results.md compares them)."""
+    features_artifact: Path | None = None
+    """``matcher: features``: its ``tribunal.match-features/1`` JSON file; None:
+    ``data_dir/ensemble/match-features.json`` when it exists, else the one shipped for
+    the profile (``artifacts/<profile>/ensemble/match-features.json``)."""
     aggregator: Literal["majority", "weighted", "neural", "latent"] = "majority"
     """Aggregator the service answers with; ``majority`` also runs without an artifact (at
     ``vote_threshold``; with one, at its fitted per-judge thresholds). The trained ones

@@ -7,10 +7,13 @@ votes (optionally their P(yes)) and the query embedding into P(match):
 query-adaptive :class:`LatentEnsemble`. ``tribunal ensemble build-dataset|train|
 evaluate|export-signals`` builds the labelled set, trains a versioned
 :class:`EnsembleArtifact` and reports RAL2M's Tables 3 and 7 on it; the
-:class:`EnsembleMatcher` serves it. The :class:`RelevanceJudge` (a logistic
-regression over an LLM's P(yes) and an embedding cosine, from a fitted
-:class:`RelevanceArtifact`) says whether a chunk answers a search query: the cheap
-judges of ``Gateway.Label``. Framework-free: the gRPC adapter is
+:class:`EnsembleMatcher` serves it. The :class:`FeatureMatcher` (``ensemble.matcher:
+features``) answers the same calls with no LLM: a logistic regression over embedding
+cosines and a fuzzy ratio (:func:`match_feature_values`) from a fitted
+:class:`MatchFeaturesArtifact`; :func:`load_matcher` picks one. The
+:class:`RelevanceJudge` (a logistic regression over an LLM's P(yes) and an embedding
+cosine, from a fitted :class:`RelevanceArtifact`) says whether a chunk answers a
+search query: the cheap judges of ``Gateway.Label``. Framework-free: the gRPC adapter is
 :mod:`.servicer`, the Ray Serve application :mod:`.app`.
 """
 
@@ -24,6 +27,13 @@ from ._dataset import (
     load_matching_data,
     read_items,
 )
+from ._feature_artifact import (
+    MATCH_FEATURES_FORMAT,
+    FeatureEmbedder,
+    MatchFeaturesArtifact,
+    features_path,
+)
+from ._feature_matcher import FeatureMatcher, Matcher, load_matcher
 from ._judges import (
     Judge,
     JudgePanel,
@@ -35,6 +45,7 @@ from ._judges import (
 )
 from ._latent import LatentEnsemble
 from ._majority import MajorityVote
+from ._match_features import MATCH_FEATURES, match_feature_values
 from ._matcher import EnsembleMatcher, JudgeVerdict, MatchRequestItem, MatchResult
 from ._neural import NeuralGating
 from ._relevance import (
@@ -61,11 +72,15 @@ from ._weighted import WeightedVote
 
 __all__ = [
     "AGGREGATORS",
+    "MATCH_FEATURES",
+    "MATCH_FEATURES_FORMAT",
     "RELEVANCE_FORMAT",
     "Aggregator",
     "EnsembleArtifact",
     "EnsembleInputs",
     "EnsembleMatcher",
+    "FeatureEmbedder",
+    "FeatureMatcher",
     "InputKind",
     "Judge",
     "JudgePanel",
@@ -73,9 +88,11 @@ __all__ = [
     "JudgeVerdict",
     "LatentEnsemble",
     "MajorityVote",
+    "MatchFeaturesArtifact",
     "MatchItem",
     "MatchRequestItem",
     "MatchResult",
+    "Matcher",
     "MatchingData",
     "NeuralGating",
     "PanelOutput",
@@ -90,11 +107,14 @@ __all__ = [
     "ablation",
     "best_chunk",
     "build_items",
+    "features_path",
     "fit_vote_thresholds",
     "judge_items",
     "judge_specs",
+    "load_matcher",
     "load_matching_data",
     "make_aggregators",
+    "match_feature_values",
     "matching_metrics",
     "read_items",
     "relevance_artifact_path",

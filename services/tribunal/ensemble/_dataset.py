@@ -87,6 +87,18 @@ class MatchItem:
             "retrieval": self.retrieval,
         }
 
+    def retrieval_signals(self) -> dict[str, float | int]:
+        """The retrieval scores as confidence ``Signals`` fields (what the gateway sends for
+        a retrieved candidate); empty for a pair that was never retrieved."""
+        signals: dict[str, float | int] = {}
+        if "score" in self.retrieval:
+            signals["retrieval_score"] = self.retrieval["score"]
+            signals["retrieval_rank"] = int(self.retrieval["rank"])
+        for key in ("dense_score", "sparse_score"):
+            if key in self.retrieval:
+                signals[key] = self.retrieval[key]
+        return signals
+
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> MatchItem:
         return cls(

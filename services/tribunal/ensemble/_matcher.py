@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
     from ..retrieval import Embedder
 
-__all__ = ["EnsembleMatcher", "JudgeVerdict", "MatchRequestItem", "MatchResult"]
+__all__ = [
+    "EnsembleMatcher",
+    "JudgeVerdict",
+    "MatchRequestItem",
+    "MatchResult",
+    "validate_items",
+]
 
 
 @dataclass(frozen=True)
@@ -137,31 +143,7 @@ class EnsembleMatcher:
 
     def validate(self, items: Sequence[MatchRequestItem]) -> None:
         """Check a request before any model runs (raises the caller-facing error)."""
-        if not items:
-            raise InvalidArgumentError("items must not be empty", field="items")
-        if len(items) > self.settings.max_items:
-            raise InvalidArgumentError(
-                f"at most {self.settings.max_items} items per call (ensemble.max_items), "
-                f"got {len(items)}",
-                field="items",
-            )
-        for index, item in enumerate(items):
-            where = f"items[{index}]" if len(items) > 1 else ""
-            if not item.query.strip():
-                raise InvalidArgumentError(
-                    "query must be non-empty", field=f"{where}.query".lstrip(".")
-                )
-            if len(item.query) > self.settings.max_query_chars:
-                raise InvalidArgumentError(
-                    f"query is longer than {self.settings.max_query_chars} characters "
-                    "(ensemble.max_query_chars)",
-                    field=f"{where}.query".lstrip("."),
-                )
-            if not item.candidate.question.strip() or not item.candidate.answer.strip():
-                raise InvalidArgumentError(
-                    "candidate needs a non-empty question and answer",
-                    field=f"{where}.candidate".lstrip("."),
-                )
+        validate_items(items, self.settings)
 
     def match(self, items: Sequence[MatchRequestItem]) -> list[MatchResult]:
         """P(match) and every judge's verdict for each pair, in request order."""
@@ -207,3 +189,31 @@ class EnsembleMatcher:
 
     def close(self) -> None:
         self.panel.close()
+
+
+def validate_items(items: Sequence[MatchRequestItem], settings: EnsembleSettings) -> None:
+    """Check a match request before any model runs (raises the caller-facing error)."""
+    if not items:
+        raise InvalidArgumentError("items must not be empty", field="items")
+    if len(items) > settings.max_items:
+        raise InvalidArgumentError(
+            f"at most {settings.max_items} items per call (ensemble.max_items), got {len(items)}",
+            field="items",
+        )
+    for index, item in enumerate(items):
+        where = f"items[{index}]" if len(items) > 1 else ""
+        if not item.query.strip():
+            raise InvalidArgumentError(
+                "query must be non-empty", field=f"{where}.query".lstrip(".")
+            )
+        if len(item.query) > settings.max_query_chars:
+            raise InvalidArgumentError(
+                f"query is longer than {settings.max_query_chars} characters "
+                "(ensemble.max_query_chars)",
+                field=f"{where}.query".lstrip("."),
+            )
+        if not item.candidate.question.strip() or not item.candidate.answer.strip():
+            raise InvalidArgumentError(
+                "candidate needs a non-empty question and answer",
+                field=f"{where}.candidate".lstrip("."),
+            )

@@ -1,6 +1,7 @@
 """The ensemble service as a Ray Serve application.
 
-One deployment wraps the domain :class:`EnsembleMatcher` and the relevance judge
+One deployment wraps the domain matcher (:func:`load_matcher`: the LLM judge panel or
+the feature matcher) and the relevance judge
 (:class:`RelevanceJudgeSlot`: loaded on the first ``JudgeRelevance``, or at start
 with ``ensemble.relevance_preload``). Single pairs that arrive concurrently (the gateway matches
 each candidate, and labels each item, as its own call) are gathered by
@@ -20,7 +21,8 @@ from ray.serve import Application
 
 from ..core import Settings
 from ..v1 import ensemble_pb2
-from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult
+from ._feature_matcher import load_matcher
+from ._matcher import MatchRequestItem, MatchResult
 from ._relevance import RelevanceItem, RelevanceJudgeSlot, RelevanceVerdict
 from .servicer import (
     item_from_proto,
@@ -34,11 +36,11 @@ __all__ = ["EnsembleDeployment", "build_app"]
 
 @serve.deployment(name="ensemble")
 class EnsembleDeployment:
-    """A replica: the profile's judges and trained aggregator, single pairs batched."""
+    """A replica: the profile's matcher (judges + aggregator, or features), pairs batched."""
 
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
-        self.matcher = EnsembleMatcher.from_settings(settings)
+        self.matcher = load_matcher(settings)
         self.relevance = RelevanceJudgeSlot(settings)
         if settings.ensemble.relevance_preload:
             self.relevance.preload()

@@ -1,6 +1,6 @@
 """gRPC adapter of the ensemble service: ``tribunal.v1.EnsembleService``.
 
-Each method: translate the request, run the :class:`EnsembleMatcher` (``Match``,
+Each method: translate the request, run the matcher (:func:`load_matcher`; ``Match``,
 ``BatchMatch``) or the :class:`RelevanceJudge` (``JudgeRelevance``), build the
 response. Errors are Tribunal errors; the runtime's interceptor maps them to status
 codes.
@@ -16,7 +16,8 @@ from ..core import FailedPreconditionError, Settings, UnavailableError
 from ..core.server import ServiceBinding, ServiceHost
 from ..retrieval.servicer import entry_from_proto
 from ..v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
-from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult
+from ._feature_matcher import Matcher, load_matcher
+from ._matcher import MatchRequestItem, MatchResult
 from ._relevance import RelevanceArtifact, RelevanceItem, RelevanceJudgeSlot, RelevanceVerdict
 
 __all__ = [
@@ -83,19 +84,19 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
     """
 
     def __init__(
-        self, matcher: EnsembleMatcher | None = None, relevance: RelevanceJudgeSlot | None = None
+        self, matcher: Matcher | None = None, relevance: RelevanceJudgeSlot | None = None
     ) -> None:
         self._matcher = matcher
         self.relevance = relevance
         self._lock = threading.Lock()
 
-    def set_matcher(self, matcher: EnsembleMatcher) -> None:
+    def set_matcher(self, matcher: Matcher) -> None:
         self._matcher = matcher
 
     serve_match: bool = True
     """False: this deployment serves JudgeRelevance only (``ensemble.serve_match``)."""
 
-    def _ready(self) -> EnsembleMatcher:
+    def _ready(self) -> Matcher:
         if not self.serve_match:
             raise FailedPreconditionError(
                 "this ensemble deployment serves JudgeRelevance only "
@@ -141,7 +142,7 @@ def build_host(settings: Settings) -> ServiceHost:
 
     def load() -> None:
         if settings.ensemble.serve_match:
-            servicer.set_matcher(EnsembleMatcher.from_settings(settings))
+            servicer.set_matcher(load_matcher(settings))
         if settings.ensemble.relevance_preload:
             relevance.preload()
         servicer.relevance = relevance

@@ -25,7 +25,11 @@ accepted), coverage (share accepted), AUROC; the false-positive rate (RAL2M's "H
 is listed beside it. Writes JSON and a markdown table.
 
     tribunal eval matching-features [--dataset .build/ensemble/dataset] [--embedder KEY]
-        [--out F.json]
+        [--out F.json] [--artifact MATCHER.json] [--signals TEST.jsonl]
+
+``--artifact`` writes the LR over the embedding features as the product's feature
+matcher (``ensemble.matcher: features``); ``--signals`` the test half's labelled
+signals (its P(match)) for ``tribunal confidence fit``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from scipy.stats import rankdata
 
 from ..confidence import json_ready, select_risk_threshold
 from ..core import InvalidArgumentError
+from ..ensemble import MATCH_FEATURES
+from ._matching_artifact import matcher_artifact, write_test_signals
 from ._matching_report import markdown_report
 from ._sweep_stats import auroc, oof_ensemble
 from .metrics import bootstrap_ci
@@ -70,7 +76,7 @@ __all__ = [
     "run",
 ]
 
-EMBEDDING_FEATURES = ("cos_question", "cos_answer", "cos_question_answer", "token_set")
+EMBEDDING_FEATURES = MATCH_FEATURES
 RETRIEVAL_FEATURES = ("dense_score", "bm25_score", "rrf_score")
 _RETRIEVAL_KEYS = {"dense_score": "dense_score", "bm25_score": "sparse_score", "rrf_score": "score"}
 COVID_SOURCES = ("covid-qa", "covid-qa-heldout")
@@ -112,33 +118,15 @@ def compute_features(
     items: Sequence[MatchItem], embedder: Embedder, *, progress: bool = False
 ) -> FeatureTable:
     """Embedding cosines, token-set ratio and the stored retrieval scores of each item."""
-    from rapidfuzz import fuzz, utils
+    from ..ensemble import match_feature_values
 
-    queries = [i.query for i in items]
-    questions = [i.candidate.question for i in items]
-    answers = [i.candidate.answer for i in items]
-    both = [f"{q} {a}" for q, a in zip(questions, answers, strict=True)]
-    unique = list(dict.fromkeys(queries + questions + answers + both))
-    vectors = embedder.embed(unique, progress=progress).astype(np.float64)
-    row = {text: i for i, text in enumerate(unique)}
-
-    def cosine(texts: list[str]) -> Floats:
-        left = vectors[[row[q] for q in queries]]
-        right = vectors[[row[t] for t in texts]]
-        products: Floats = np.einsum("ij,ij->i", left, right)
-        return products
-
-    features: dict[str, Floats] = {
-        "cos_question": cosine(questions),
-        "cos_answer": cosine(answers),
-        "cos_question_answer": cosine(both),
-        "token_set": np.array(
-            [
-                fuzz.token_set_ratio(q, c, processor=utils.default_process) / 100
-                for q, c in zip(queries, questions, strict=True)
-            ]
-        ),
-    }
+    features = match_feature_values(
+        [i.query for i in items],
+        [i.candidate.question for i in items],
+        [i.candidate.answer for i in items],
+        embedder,
+        progress=progress,
+    )
     for name, key in _RETRIEVAL_KEYS.items():
         features[name] = np.array([i.retrieval.get(key, math.nan) for i in items], np.float64)
     return FeatureTable(
@@ -428,6 +416,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path(".build/eval/matching-features.json"),
         help="JSON report (markdown beside it, .md)",
     )
+    parser.add_argument(
+        "--artifact",
+        type=Path,
+        default=None,
+        help="also write the feature matcher (the LR over the embedding features, fitted "
+        "on selection) as a tribunal.match-features/1 JSON file, for ensemble.matcher: features",
+    )
+    parser.add_argument(
+        "--signals",
+        type=Path,
+        default=None,
+        help="also write the test half's labelled signals (the artifact's P(match)) as JSONL "
+        "for `tribunal confidence fit`",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -456,6 +458,9 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     table = compute_features(items, embedder, progress=not args.no_progress)
     feature_seconds = time.perf_counter() - started
+    split = grouped_stratified_split(
+        table.sources, table.labels, table.groups, args.seed, args.fraction
+    )
     result = evaluate_table(
         table,
         seed=args.seed,
@@ -464,7 +469,21 @@ def run(args: argparse.Namespace) -> int:
         delta=args.delta,
         resamples=args.resamples,
         progress=not args.no_progress,
+        split=split,
     )
+    if args.artifact is not None or args.signals is not None:
+        artifact = matcher_artifact(
+            result,
+            embedder_key=str(embedder_key),
+            embedder_name=embedder.name,
+            dataset=str(args.dataset),
+        )
+        if args.artifact is not None:
+            artifact.save(args.artifact)
+            print(f"wrote feature matcher {artifact.version} to {args.artifact}")
+        if args.signals is not None:
+            count = write_test_signals(args.signals, artifact, table, split[1], items)
+            print(f"wrote {count} test-half signals to {args.signals}")
     result = {
         "date": dt.date.today().isoformat(),
         "dataset": str(args.dataset),

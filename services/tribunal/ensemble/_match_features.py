@@ -1,0 +1,74 @@
+"""Cheap matching features of (query, KB entry) pairs: embedding cosines and a fuzzy ratio.
+
+One function computes them for both the evaluation that fits the feature matcher
+(``tribunal eval matching-features``) and the :class:`FeatureMatcher` that serves it, so
+the served model sees exactly the features it was fitted on.
+
+- ``cos_question``, ``cos_answer``, ``cos_question_answer``: the embedder's cosine of the
+  query with the candidate's question, its answer, and question + " " + answer (the
+  embedder returns normalised vectors, so the dot product is the cosine);
+- ``token_set``: rapidfuzz's token-set ratio / 100 of the query and the question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from ..retrieval import Embedder
+
+__all__ = ["MATCH_FEATURES", "match_feature_values"]
+
+MATCH_FEATURES: tuple[str, ...] = (
+    "cos_question",
+    "cos_answer",
+    "cos_question_answer",
+    "token_set",
+)
+"""Every feature :func:`match_feature_values` computes, in this order."""
+
+
+def match_feature_values(
+    queries: Sequence[str],
+    questions: Sequence[str],
+    answers: Sequence[str],
+    embedder: Embedder,
+    *,
+    progress: bool = False,
+) -> dict[str, NDArray[np.float64]]:
+    """The :data:`MATCH_FEATURES` of each (query, question, answer) triple.
+
+    Every distinct text is embedded once (a batch of queries against one entry shares
+    the entry's vectors).
+    """
+    from rapidfuzz import fuzz, utils
+
+    if not len(queries) == len(questions) == len(answers):
+        raise ValueError("queries, questions and answers differ in length")
+    both = [f"{q} {a}" for q, a in zip(questions, answers, strict=True)]
+    unique = list(dict.fromkeys([*queries, *questions, *answers, *both]))
+    vectors = embedder.embed(unique, progress=progress).astype(np.float64)
+    row = {text: i for i, text in enumerate(unique)}
+    left = vectors[[row[q] for q in queries]]
+
+    def cosine(texts: Sequence[str]) -> NDArray[np.float64]:
+        right = vectors[[row[t] for t in texts]]
+        products: NDArray[np.float64] = np.einsum("ij,ij->i", left, right)
+        return products
+
+    return {
+        "cos_question": cosine(questions),
+        "cos_answer": cosine(answers),
+        "cos_question_answer": cosine(both),
+        "token_set": np.array(
+            [
+                fuzz.token_set_ratio(q, c, processor=utils.default_process) / 100
+                for q, c in zip(queries, questions, strict=True)
+            ],
+            dtype=np.float64,
+        ),
+    }
