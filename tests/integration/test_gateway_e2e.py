@@ -1,7 +1,8 @@
 """End to end with real models: the COVID FAQ behind a real gateway and real stages.
 
 Each stage runs in its own ServiceHost (real gRPC), loaded from the tiny profile
-with the shipped ensemble and calibrator artifacts; the gateway dials them
+with the shipped feature matcher and calibrator artifacts (at a plain confidence
+threshold of 0.5: no risk-controlled one qualifies yet); the gateway dials them
 (``grpc`` discovery). A paraphrase of a KB question gets that KB answer verbatim;
 an off-topic question falls back; with the entailment service stopped, the
 gateway falls back and the audit record names the stage. The paraphrase
@@ -20,6 +21,7 @@ import grpc
 import pytest
 from tribunal.commands.demo import _ingest
 from tribunal.commands.serve import SERVICES
+from tribunal.confidence import CalibratorArtifact, default_artifact_path
 from tribunal.core import Settings, load_settings
 from tribunal.core.server import ServiceHost
 from tribunal.core.storage import Database
@@ -32,8 +34,12 @@ from tests.conftest import SHARED
 pytestmark = [pytest.mark.models, pytest.mark.slow]
 
 COVID = SHARED / "data" / "covid-qa"
-FAQ_QUESTION = "What is a novel coronavirus?"
-PARAPHRASE = "What is a new coronavirus?"
+# A real user's paraphrase from the COVID-QA question pairs. ("What is a new
+# coronavirus?" for "What is a novel coronavirus?" gets confidence 0.29 from the shipped
+# calibrator, which leans on the retrieval scores, and BM25 finds little of "new" in
+# "novel": it falls back — a miss, not a wrong answer.)
+FAQ_QUESTION = "How can I protect my child from COVID-19 infection?"
+PARAPHRASE = "What can I do to protect my child from COVID-19?"
 OFF_TOPIC = "Which team won the 2010 football world cup?"
 ANSWER_STAGES = ("retrieval", "ensemble", "entailment", "confidence")
 
@@ -72,8 +78,8 @@ def _settings(data_dir: Path, **overrides: object) -> Settings:
         "tiny",
         data_dir=data_dir,
         server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
-        # The shipped calibrator has no risk-controlled threshold yet (57 calibration
-        # rows); accept at a plain 0.5 as `tribunal demo` does.
+        # No Clopper-Pearson threshold of the shipped calibrator qualifies on FAQ traffic
+        # (docs/results.md); accept at a plain 0.5 as `tribunal demo` does.
         confidence={"plain_threshold": 0.5},
         **overrides,
     )
@@ -133,8 +139,11 @@ def test_a_paraphrase_gets_the_kb_answer_verbatim(stack: Stack) -> None:
     record = stack.db.decision(response.audit_id)
     assert record.decision == "ACCEPT"
     assert entry_id in record.signals
-    assert record.versions["ensemble"]["artifact"]
+    assert record.versions["ensemble"]["artifact"].startswith("mf-")  # the feature matcher
     assert record.versions["confidence"]["calibrator"]
+    calibrator = CalibratorArtifact.load(default_artifact_path(stack.settings))
+    assert record.versions["confidence"]["calibrator"] == calibrator.version
+    assert response.threshold == pytest.approx(0.5)
     assert set(record.latencies_ms) == set(ANSWER_STAGES)
 
 

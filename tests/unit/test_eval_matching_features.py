@@ -221,6 +221,7 @@ def test_real_run_with_the_profile_embedder(
         no_progress=True,
         artifact=tmp_path / "matcher.json",
         signals=tmp_path / "signals.jsonl",
+        signals_sources=None,
     )
     assert mf.run(args) == 0
     result = json.loads(out.read_text(encoding="utf-8"))  # strict JSON: NaN written as null
@@ -248,13 +249,24 @@ def test_real_run_with_the_profile_embedder(
     assert artifact.metrics["test"]["max-accuracy"] == lr["test"]["max-accuracy"]
     assert artifact.embedder.name == embedder.name == "all-minilm-l6-v2"
     rows = [json.loads(line) for line in (tmp_path / "signals.jsonl").read_text().splitlines()]
-    assert len(rows) == result["split"]["test"]["items"]
+    assert [r["split"] for r in rows].count("test") == result["split"]["test"]["items"]
+    assert [r["split"] for r in rows].count("selection") == result["split"]["selection"]["items"]
     by_id = {item.id: item for item in items}
-    served = FeatureMatcher(artifact, embedder, tiny_settings.ensemble).match(
-        [MatchRequestItem(by_id[r["id"]].query, by_id[r["id"]].candidate) for r in rows]
+    assert all(r["label"] == by_id[r["id"]].label for r in rows)
+    # Selection rows carry the out-of-fold P(match), not the shipped model's in-sample one.
+    selection = [r for r in rows if r["split"] == "selection"]
+    in_sample = FeatureMatcher(artifact, embedder, tiny_settings.ensemble).match(
+        [MatchRequestItem(by_id[r["id"]].query, by_id[r["id"]].candidate) for r in selection]
     )
-    for row, verdict in zip(rows, served, strict=True):
-        assert row["label"] == by_id[row["id"]].label
+    assert any(
+        abs(v.p_match - r["signals"]["ensemble_p_match"]) > 1e-3
+        for v, r in zip(in_sample, selection, strict=True)
+    )
+    test_rows = [r for r in rows if r["split"] == "test"]
+    served = FeatureMatcher(artifact, embedder, tiny_settings.ensemble).match(
+        [MatchRequestItem(by_id[r["id"]].query, by_id[r["id"]].candidate) for r in test_rows]
+    )
+    for row, verdict in zip(test_rows, served, strict=True):
         assert verdict.p_match == pytest.approx(row["signals"]["ensemble_p_match"], abs=1e-5)
         assert verdict.match == (verdict.p_match >= artifact.threshold)
         assert verdict.judges == ()
@@ -274,9 +286,22 @@ def test_an_embedder_that_is_not_one_is_refused_before_any_work(
     from tribunal.core import InvalidArgumentError
 
     args = argparse.Namespace(
-        dataset=tmp_path / "absent", profile="tiny", embedder=key, fraction=0.5
+        dataset=tmp_path / "absent",
+        profile="tiny",
+        embedder=key,
+        fraction=0.5,
+        signals_sources=None,
     )
     with pytest.raises(InvalidArgumentError, match=re.escape(message)) as caught:
         mf.run(args)
     assert caught.value.field == "embedder"
     assert not (tmp_path / "absent").exists()  # no items were built
+
+
+def test_unknown_signal_sources_are_refused_before_any_work(tmp_path: Path) -> None:
+    args = argparse.Namespace(
+        dataset=tmp_path / "absent", fraction=0.5, signals_sources=["covid-qa", "faq"]
+    )
+    with pytest.raises(InvalidArgumentError, match=r"unknown \['faq'\]; the matching set has"):
+        mf.run(args)
+    assert not (tmp_path / "absent").exists()

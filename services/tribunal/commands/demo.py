@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--data", type=Path, default=Path("../shared/data/covid-qa"), help="COVID-QA folder"
     )
     parser.add_argument("--collection", default="covid-demo")
-    parser.add_argument("--queries", type=int, default=3, help="FAQ paraphrases to ask")
+    parser.add_argument("--queries", type=int, default=8, help="FAQ paraphrases to ask")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("-o", "--out", type=Path, default=Path(".build/demo/answers.json"))
     parser.add_argument(
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         type=_plain_threshold,
         default=0.5,
         help="accept at this confidence without the risk guarantee (default 0.5; -1: enforce "
-        "the calibrator's Clopper-Pearson threshold)",
+        "the calibrator's Clopper-Pearson threshold for confidence.alpha)",
     )
     parser.set_defaults(func=_demo)
 
@@ -117,13 +117,12 @@ def _in_process_settings(profile: str | None, plain_threshold: float | None) -> 
         confidence["plain_threshold"] = plain_threshold
         print(
             f"NOTE: accepting at a plain confidence >= {plain_threshold} "
-            "(--plain-threshold): no hallucination-rate guarantee. The tiny profile's "
-            "shipped calibrator was built from 37 labelled rows, too few for any "
-            "Clopper-Pearson threshold; pass --plain-threshold -1 to enforce the guarantee "
-            "(every answer then falls back)."
+            "(--plain-threshold): no hallucination-rate guarantee. On COVID FAQ traffic no "
+            "Clopper-Pearson threshold of the tiny profile's calibrator qualifies (not even at "
+            "alpha 0.2; docs/results.md), so --plain-threshold -1 falls back on everything."
         )
-    # One process on a CPU: a query takes about a minute of model time (six judges and the
-    # entailment cascade), more than the production stage caps allow, so the demo waits.
+    # One process on a CPU: the entailment cascade (and, with ensemble.matcher: judges, six
+    # LLM judges) can take longer than the production stage caps allow, so the demo waits.
     gateway = {
         **base.gateway.model_dump(),
         "discovery": "in-process",

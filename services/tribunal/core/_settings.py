@@ -412,7 +412,8 @@ class ConfidenceSettings(_Strict):
 
     artifact_path: Path | None = None
     """Calibrator artifact the service loads; None: ``data_dir/confidence/calibrator.json``
-    when it exists, else the one shipped for the profile (``tribunal/artifacts/<profile>``)."""
+    when it exists, else the one shipped for the profile and its ``ensemble.matcher``
+    (``tribunal/artifacts/<profile>/confidence/<matcher>-calibrator.json``)."""
     calibrator: Literal["platt", "isotonic", "temperature"] = "platt"
     """Calibrator ``tribunal confidence fit`` fits unless told otherwise."""
     score_signal: str = Field("ensemble_p_match", min_length=1)

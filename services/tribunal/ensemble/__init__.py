@@ -20,6 +20,7 @@ search query: the cheap judges of ``Gateway.Label``. Framework-free: the gRPC ad
 from ._artifact import AGGREGATORS, EnsembleArtifact
 from ._base import Aggregator, EnsembleInputs, InputKind
 from ._dataset import (
+    SOURCES,
     MatchingData,
     MatchItem,
     build_items,
@@ -75,6 +76,7 @@ __all__ = [
     "MATCH_FEATURES",
     "MATCH_FEATURES_FORMAT",
     "RELEVANCE_FORMAT",
+    "SOURCES",
     "Aggregator",
     "EnsembleArtifact",
     "EnsembleInputs",

@@ -3,9 +3,9 @@ the labelled signals its confidence calibrator is fitted on.
 
 The artifact is the evaluation's ``logistic(embedding)`` scorer exactly as fitted on the
 selection half (standardisation, weights, max-accuracy threshold), with the test half's
-figures; the signals are the artifact's own P(match) on the test half's items, which it
-never saw — so ``tribunal confidence fit`` on them calibrates and picks risk thresholds
-on data independent of the regression.
+figures; the signals are P(match) of items the regression never saw (test items: the
+artifact's own; selection items: out-of-fold), so ``tribunal confidence fit`` on them
+calibrates and picks risk thresholds on data independent of the regression.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from ..ensemble import FeatureEmbedder, MatchFeaturesArtifact
 
 if TYPE_CHECKING:
     from ..ensemble import MatchItem
-    from .matching_features import FeatureTable, Ints
+    from .matching_features import FeatureTable, Floats, Ints
 
-__all__ = ["LOGISTIC_SCORER", "matcher_artifact", "write_test_signals"]
+__all__ = ["LOGISTIC_SCORER", "matcher_artifact", "write_signals"]
 
 LOGISTIC_SCORER = "logistic(embedding)"
 """The scorer of scope ``all`` that becomes the artifact."""
@@ -67,30 +67,49 @@ def matcher_artifact(
     ).sealed()
 
 
-def write_test_signals(
+def write_signals(
     path: Path,
     artifact: MatchFeaturesArtifact,
     table: FeatureTable,
-    test: Ints,
+    *,
+    split: tuple[Ints, Ints],
+    oof: tuple[Ints, Floats],
     items: Sequence[MatchItem],
-) -> int:
-    """Labelled signals of the test items, one JSONL row each, in the format ``tribunal
-    confidence fit`` reads: ``ensemble_p_match`` (the artifact's P(match)) and, for a
-    retrieved item, the retrieval scores the gateway would send beside it (an STS-B pair
-    has none: the calibrator's missing-value columns keep it apart). Returns the count."""
-    p_match = artifact.p_match({name: table.features[name][test] for name in artifact.features})
+    sources: Sequence[str] | None = None,
+) -> dict[str, int]:
+    """Labelled signals, one JSONL row per item of ``sources`` (default: all), in the
+    format ``tribunal confidence fit`` reads.
+
+    ``ensemble_p_match`` is a P(match) from a regression that never saw the item: the
+    artifact's own on test items, the out-of-fold one (``oof``: the evaluation's
+    indices and scores) on selection items — so a calibrator fitted on these rows
+    learns what the served P(match) means on new items. A retrieved item also carries
+    the retrieval scores the gateway would send beside it. Returns the rows per split.
+    """
+    selection, test = split
+    served = artifact.p_match({name: table.features[name] for name in artifact.features})
+    scope, scores = oof
+    out_of_fold = dict(zip(scope.tolist(), scores.tolist(), strict=True))
+    wanted = set(sources) if sources is not None else set(table.sources)
+    counts = {"selection": 0, "test": 0}
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as out:
-        for row, p in zip(test.tolist(), p_match.tolist(), strict=True):
-            assert items[row].id == table.ids[row], "items and table rows differ"
-            record = {
-                "id": table.ids[row],
-                "source": table.sources[row],
-                "signals": {
-                    **items[row].retrieval_signals(),
-                    "ensemble_p_match": float(np.clip(p, 0.0, 1.0)),
-                },
-                "label": int(table.labels[row]),
-            }
-            out.write(json.dumps(record) + "\n")
-    return int(test.size)
+        for part, rows in (("selection", selection), ("test", test)):
+            for row in rows.tolist():
+                if table.sources[row] not in wanted:
+                    continue
+                assert items[row].id == table.ids[row], "items and table rows differ"
+                p = out_of_fold[row] if part == "selection" else float(served[row])
+                record = {
+                    "id": table.ids[row],
+                    "source": table.sources[row],
+                    "split": part,
+                    "signals": {
+                        **items[row].retrieval_signals(),
+                        "ensemble_p_match": float(np.clip(p, 0.0, 1.0)),
+                    },
+                    "label": int(table.labels[row]),
+                }
+                out.write(json.dumps(record) + "\n")
+                counts[part] += 1
+    return counts

@@ -25,11 +25,11 @@ accepted), coverage (share accepted), AUROC; the false-positive rate (RAL2M's "H
 is listed beside it. Writes JSON and a markdown table.
 
     tribunal eval matching-features [--dataset .build/ensemble/dataset] [--embedder KEY]
-        [--out F.json] [--artifact MATCHER.json] [--signals TEST.jsonl]
+        [--out F.json] [--artifact MATCHER.json] [--signals S.jsonl [--signals-sources S...]]
 
 ``--artifact`` writes the LR over the embedding features as the product's feature
-matcher (``ensemble.matcher: features``); ``--signals`` the test half's labelled
-signals (its P(match)) for ``tribunal confidence fit``.
+matcher (``ensemble.matcher: features``); ``--signals`` labelled signals of items the
+regression never saw (out-of-fold on selection) for ``tribunal confidence fit``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from scipy.stats import rankdata
 from ..confidence import json_ready, select_risk_threshold
 from ..core import InvalidArgumentError
 from ..ensemble import MATCH_FEATURES
-from ._matching_artifact import matcher_artifact, write_test_signals
+from ._matching_artifact import LOGISTIC_SCORER, matcher_artifact, write_signals
 from ._matching_report import markdown_report
 from ._sweep_stats import auroc, oof_ensemble
 from .metrics import bootstrap_ci
@@ -296,10 +296,13 @@ def evaluate_table(
     resamples: int = 1000,
     progress: bool = False,
     split: tuple[Ints, Ints] | None = None,
+    scores: dict[tuple[str, str], tuple[Ints, Floats]] | None = None,
 ) -> dict[str, Any]:
     """Split, fit every scorer's model and operating points on selection, report on test.
 
     ``split``: (selection, test) indices to use instead of :func:`grouped_stratified_split`.
+    ``scores``: when given, filled with ``(scope, scorer) -> (item indices, score)``, the
+    selection items' scores out-of-fold for a regression.
     """
     from tqdm import tqdm
 
@@ -331,6 +334,8 @@ def evaluate_table(
             rows: dict[str, Any] = {}
             for scorer in scorers:
                 score, weights = _scores(table, scorer, scope, selection, seed)
+                if scores is not None:
+                    scores[scope_name, scorer.name] = (scope, score)
                 ys, ss = y[local_sel], score[local_sel]
                 risk = select_risk_threshold(ss, ys, alpha=alpha, delta=delta)
                 thresholds = {
@@ -427,19 +432,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--signals",
         type=Path,
         default=None,
-        help="also write the test half's labelled signals (the artifact's P(match)) as JSONL "
-        "for `tribunal confidence fit`",
+        help="also write labelled signals (P(match) of the LR over the embedding features "
+        "on items it never saw: out-of-fold on selection, the artifact's on test, plus the "
+        "retrieval scores) as JSONL for `tribunal confidence fit`",
+    )
+    parser.add_argument(
+        "--signals-sources",
+        nargs="+",
+        default=None,
+        metavar="SOURCE",
+        help="only these sources' items in --signals (e.g. covid-qa covid-qa-heldout: the "
+        "FAQ traffic a gateway sees); default: all",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..core import load_settings
-    from ..ensemble import build_items, read_items
+    from ..ensemble import SOURCES, build_items, read_items
     from ..retrieval import load_profile_embedder
 
     if not 0 < args.fraction < 1:
         raise InvalidArgumentError("--fraction must be in (0, 1)", field="fraction")
+    unknown = sorted(set(getattr(args, "signals_sources", None) or ()) - set(SOURCES))
+    if unknown:
+        raise InvalidArgumentError(
+            f"--signals-sources: unknown {unknown}; the matching set has {', '.join(SOURCES)}",
+            field="signals_sources",
+        )
     settings = load_settings(args.profile)
     embedder_key = args.embedder or (settings.roles.embedder if settings.roles else None)
     spec = settings.models.get(embedder_key) if embedder_key else None
@@ -461,6 +481,7 @@ def run(args: argparse.Namespace) -> int:
     split = grouped_stratified_split(
         table.sources, table.labels, table.groups, args.seed, args.fraction
     )
+    scores: dict[tuple[str, str], tuple[Ints, Floats]] = {}
     result = evaluate_table(
         table,
         seed=args.seed,
@@ -470,6 +491,7 @@ def run(args: argparse.Namespace) -> int:
         resamples=args.resamples,
         progress=not args.no_progress,
         split=split,
+        scores=scores,
     )
     if args.artifact is not None or args.signals is not None:
         artifact = matcher_artifact(
@@ -482,8 +504,16 @@ def run(args: argparse.Namespace) -> int:
             artifact.save(args.artifact)
             print(f"wrote feature matcher {artifact.version} to {args.artifact}")
         if args.signals is not None:
-            count = write_test_signals(args.signals, artifact, table, split[1], items)
-            print(f"wrote {count} test-half signals to {args.signals}")
+            counts = write_signals(
+                args.signals,
+                artifact,
+                table,
+                split=split,
+                oof=scores["all", LOGISTIC_SCORER],
+                items=items,
+                sources=args.signals_sources,
+            )
+            print(f"wrote signals to {args.signals}: {counts}")
     result = {
         "date": dt.date.today().isoformat(),
         "dataset": str(args.dataset),
