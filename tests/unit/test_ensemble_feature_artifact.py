@@ -118,3 +118,22 @@ def test_an_artifact_naming_a_model_the_profile_lacks_is_refused(tmp_path: Path)
     )
     with pytest.raises(ConfigError, match=r"needs embedder model 'llm_weak'.*embedder_large"):
         load_matcher(settings)
+
+
+def test_the_shipped_calibrator_follows_the_matcher_unless_data_dir_has_one(
+    tmp_path: Path,
+) -> None:
+    from tribunal.confidence import CalibratorArtifact, default_artifact_path
+
+    features = load_settings("tiny", data_dir=str(tmp_path))
+    judges = load_settings("tiny", data_dir=str(tmp_path), ensemble={"matcher": "judges"})
+    assert features.ensemble.matcher == "features"  # the tiny profile's default
+    assert default_artifact_path(features).name == "features-calibrator.json"
+    assert default_artifact_path(judges).name == "judges-calibrator.json"
+    # Each reads its own matcher's signals: the judges' one knows the six judges.
+    assert not CalibratorArtifact.load(default_artifact_path(features)).calibrator.space_.judges
+    assert len(CalibratorArtifact.load(default_artifact_path(judges)).calibrator.space_.judges) == 6
+    trained = tmp_path / "confidence" / "calibrator.json"
+    trained.parent.mkdir()
+    trained.write_text("{}")
+    assert default_artifact_path(features) == default_artifact_path(judges) == trained
