@@ -305,3 +305,63 @@ def test_unknown_signal_sources_are_refused_before_any_work(tmp_path: Path) -> N
     with pytest.raises(InvalidArgumentError, match=r"unknown \['faq'\]; the matching set has"):
         mf.run(args)
     assert not (tmp_path / "absent").exists()
+
+
+def _judged_dataset(folder: Path, items: list[MatchItem], judged: int) -> None:
+    """A dataset folder whose judge ``j/plain`` gave the first ``judged`` items a
+    label-revealing P(yes) (0.9 for a match, 0.2 otherwise)."""
+    folder.mkdir()
+    records = "".join(json.dumps(i.to_record()) + "\n" for i in items)
+    (folder / "items.jsonl").write_text(records, encoding="utf-8")
+    np.save(folder / "embeddings.npy", np.zeros((len(items), 4), np.float32))
+    (folder / "judgments").mkdir()
+    rows = [
+        {"id": i.id, "judge": "j/plain", "p_yes": 0.9 if i.label else 0.2} for i in items[:judged]
+    ]
+    (folder / "judgments" / "j__plain.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+    )
+
+
+def test_judges_enter_as_logit_features_and_their_own_scorers(tmp_path: Path) -> None:
+    from tribunal.evaluation._matching_judges import add_judge_features
+
+    items = _real_items()
+    _judged_dataset(tmp_path / "d", items, judged=len(items))
+    base = _table()
+    # The real items' rows, with synthetic embedding features (no model needed).
+    table = mf.FeatureTable(
+        tuple(i.id for i in items),
+        tuple(i.source for i in items),
+        tuple(i.group for i in items),
+        np.array([i.label for i in items], dtype=np.int64),
+        {name: base.features[name][: len(items)] for name in mf.EMBEDDING_FEATURES},
+    )
+    judged = add_judge_features(table, tmp_path / "d", ["j/plain"])
+    expected = [math.log(0.9 / 0.1) if i.label else math.log(0.2 / 0.8) for i in items]
+    assert judged.features["judge:j/plain"] == pytest.approx(expected)
+
+    scorers = [s.name for _, _, group in mf._scopes(("judge:j/plain",)) for s in group]
+    assert "judge:j/plain" in scorers
+    assert "logistic(embedding+judges)" in scorers
+    assert "logistic(embedding+retrieval+judges)" in scorers
+    assert "logistic(judges)" not in scorers  # one judge: it is the judge alone
+
+
+def test_judges_must_have_judged_every_item(tmp_path: Path) -> None:
+    from tribunal.core import FailedPreconditionError
+    from tribunal.evaluation._matching_judges import add_judge_features
+
+    items = _real_items()
+    _judged_dataset(tmp_path / "d", items, judged=10)
+    table = mf.FeatureTable(
+        tuple(i.id for i in items),
+        tuple(i.source for i in items),
+        tuple(i.group for i in items),
+        np.array([i.label for i in items], dtype=np.int64),
+        {},
+    )
+    with pytest.raises(FailedPreconditionError, match="6 of 16 items are not judged yet"):
+        add_judge_features(table, tmp_path / "d", ["j/plain"])
+    with pytest.raises(FailedPreconditionError, match="judge 'j/other' has no judgments"):
+        add_judge_features(table, tmp_path / "d", ["j/other"])

@@ -273,16 +273,33 @@ def _scores(
     return probability, weights
 
 
-def _scopes() -> list[tuple[str, tuple[str, ...] | None, list[Scorer]]]:
+def _scopes(judges: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...] | None, list[Scorer]]]:
+    """Scorers per scope; ``judges`` (feature names ``judge:<name>``) add each judge alone
+    and the regressions with them."""
     embedding = [Scorer(name, (name,), "feature") for name in EMBEDDING_FEATURES]
     retrieval = [Scorer(name, (name,), "feature") for name in RETRIEVAL_FEATURES]
     lr = Scorer("logistic(embedding)", EMBEDDING_FEATURES, "logistic")
     lr_all = Scorer(
         "logistic(embedding+retrieval)", EMBEDDING_FEATURES + RETRIEVAL_FEATURES, "logistic"
     )
+    with_judges: list[Scorer] = []
+    covid_judges: list[Scorer] = []
+    if judges:
+        alone = [Scorer(name, (name,), "feature") for name in judges]
+        both = Scorer("logistic(embedding+judges)", EMBEDDING_FEATURES + judges, "logistic")
+        everything = Scorer(
+            "logistic(embedding+retrieval+judges)",
+            EMBEDDING_FEATURES + RETRIEVAL_FEATURES + judges,
+            "logistic",
+        )
+        with_judges = [*alone, both]
+        covid_judges = [*alone, both, everything]
+        if len(judges) > 1:
+            only = Scorer("logistic(judges)", judges, "logistic")
+            with_judges.append(only)
     return [
-        ("all", None, [*embedding, lr]),
-        ("covid (retrieval ablation)", COVID_SOURCES, [*retrieval, lr, lr_all]),
+        ("all", None, [*embedding, lr, *with_judges]),
+        ("covid (retrieval ablation)", COVID_SOURCES, [*retrieval, lr, lr_all, *covid_judges]),
     ]
 
 
@@ -310,7 +327,8 @@ def evaluate_table(
         table.sources, table.labels, table.groups, seed, fraction
     )
     sources = np.array(table.sources)
-    scopes = _scopes()
+    judges = tuple(sorted(name for name in table.features if name.startswith("judge:")))
+    scopes = _scopes(judges)
     result: dict[str, Any] = {
         "seed": seed,
         "fraction": fraction,
@@ -422,6 +440,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSON report (markdown beside it, .md)",
     )
     parser.add_argument(
+        "--judges",
+        nargs="+",
+        default=None,
+        metavar="JUDGE",
+        help="also compare with these LLM judges' P(yes) from the dataset's judgments "
+        "(e.g. llm_strong/ral2m llm_strong/ral2m-augmented): each alone and in the "
+        "regressions; every item must be judged",
+    )
+    parser.add_argument(
         "--artifact",
         type=Path,
         default=None,
@@ -478,6 +505,10 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     table = compute_features(items, embedder, progress=not args.no_progress)
     feature_seconds = time.perf_counter() - started
+    if getattr(args, "judges", None):
+        from ._matching_judges import add_judge_features
+
+        table = add_judge_features(table, args.dataset, args.judges)
     split = grouped_stratified_split(
         table.sources, table.labels, table.groups, args.seed, args.fraction
     )
