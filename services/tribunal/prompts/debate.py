@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ._template import PromptTemplate, register
 
-__all__ = ["DEBATE_ADJUDICATOR", "DEBATE_AGENT"]
+__all__ = ["DEBATE_ADJUDICATOR", "DEBATE_AGENT", "DEBATE_READOUT"]
 
 _RULES = (
     "Two agents, Agent A and Agent B, debate one question: does the passage fully support "
@@ -59,5 +59,21 @@ DEBATE_ADJUDICATOR = register(
         ),
         truncatable="chunk",
         description="LLM adjudicator of a DREAM debate that ended without agreement",
+    ),
+)
+
+DEBATE_READOUT = register(
+    PromptTemplate(
+        role="debate",
+        name="readout",
+        version=1,
+        system="You are an impartial judge of search relevance.",
+        instructions=_RULES
+        + " Read both agents' opening arguments, then answer the question yourself.",
+        item="Query: {query}\nAnswers: {answers}\nPassage: {chunk}\n\n{history}",
+        question="Does the passage answer the query? Answer Yes or No.",
+        truncatable="chunk",
+        description="the label read as P(yes) from the logits after the agents argued "
+        "(issue 13's debate variant; experiments/debate_logits.py)",
     ),
 )

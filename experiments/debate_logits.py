@@ -1,0 +1,125 @@
+"""DREAM variant of issue 13: the label read from the logits after the agents argued.
+
+The shipped debate reads each agent's generated label, and on TREC DL the agents yield
+rather than argue (docs/results.md, "Debate"). This variant keeps DREAM's round 1 (A
+argues "relevant", B "irrelevant", each with a quote and a rationale) and then asks the
+model one yes/no question with both arguments in view (``debate/readout@1``), reading
+P(yes) from the logits — a judge that has heard both sides. Compared on the same items
+with the plain single judge (``relevance/yesno@1``, same model): AUROC with a 95%
+bootstrap interval, and the cost. Does hearing the debate add ranking information?
+
+Items: the test half (seed 13, stratified by label, as ``tribunal eval sweep --task
+relevance``) of the 300 TREC DL 2019 pairs ``tribunal eval judge`` draws; the first
+``--limit`` of them in a seeded shuffle. Resumable: one JSONL row per finished item.
+
+    .venv/bin/python experiments/debate_logits.py run --limit 80     # ~25 s/item, 1.5B agents
+    .venv/bin/python experiments/debate_logits.py report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+from tribunal.core import load_settings
+from tribunal.core.llm import shared_engine
+from tribunal.debate import DebateItem, build_debate
+from tribunal.debate._turns import adjudicator_prompt
+from tribunal.evaluation._sweep_stats import auroc, stratified_split
+from tribunal.evaluation.judge import load_items
+from tribunal.evaluation.metrics import bootstrap_ci
+from tribunal.prompts import get_prompt
+
+_OUT = Path("results/probes/debate-readout-llm_strong.jsonl")
+
+
+def _test_items(data: Path, limit: int) -> list[Any]:
+    items = load_items("trec-dl", data, trec_pairs=300, seed=13)
+    labels = np.array([int(i.label) for i in items], dtype=np.int64)
+    _, test = stratified_split(labels, seed=13)
+    order = np.random.default_rng(13).permutation(test)
+    return [items[i] for i in order[:limit]]
+
+
+def _run(args: argparse.Namespace) -> None:
+    settings = load_settings(
+        "tiny", llm_backend=args.backend, debate={"max_rounds": 1, "adjudicate": False}
+    )
+    debate = build_debate(settings, agents=(args.model, args.model))
+    engine = shared_engine(settings, args.model)
+    readout = get_prompt("debate/readout@1")
+    yesno = get_prompt("relevance/yesno@1")
+    done = set()
+    if args.out.is_file():
+        done = {json.loads(line)["id"] for line in args.out.read_text().splitlines()}
+    todo = [i for i in _test_items(args.data, args.limit) if i.id not in done]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("a", encoding="utf-8") as out:
+        for item in tqdm(todo, desc="debate + readout", unit="item"):
+            query, passage = item.fields["query"], item.fields["passage"]
+            debate_item = DebateItem(query=query, chunk=passage, item_id=item.id)
+            started = time.perf_counter()
+            result = debate.assess(debate_item)
+            debated = time.perf_counter() - started
+            [round_one] = result.rounds[:1]
+            started = time.perf_counter()
+            # The adjudicator's layout (item, then both agents' final arguments) with the
+            # readout's yes/no question instead of its JSON verdict.
+            p_readout = engine.p_yes([adjudicator_prompt(readout, engine, debate_item, round_one)])
+            read = time.perf_counter() - started
+            p_plain = engine.p_yes([yesno.render(engine, query=query, passage=passage)])
+            row = {
+                "id": item.id,
+                "label": int(item.label),
+                "p_readout": p_readout[0],
+                "p_yesno": p_plain[0],
+                "agent_labels": [t.label.value if t.label else None for t in round_one.turns],
+                "debate_seconds": debated,
+                "readout_seconds": read,
+                "debate_tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
+            }
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+
+
+def _report(args: argparse.Namespace) -> None:
+    rows = [json.loads(line) for line in args.out.read_text().splitlines()]
+    y = np.array([r["label"] for r in rows], dtype=np.int64)
+    print(f"{len(rows)} items ({int(y.sum())} relevant), {args.out}")
+    print("| scorer | AUROC [95% CI] | s/item |\n|---|---|---|")
+    for name, key, cost in (
+        ("1.5B `relevance/yesno@1` (single judge)", "p_yesno", None),
+        ("1.5B `debate/readout@1` after round 1", "p_readout", "debate"),
+    ):
+        p = np.array([r[key] for r in rows])
+        ranks = (np.argsort(np.argsort(p)) + 1) / len(p)  # bootstrap_ci wants [0, 1] values
+        ci = bootstrap_ci(auroc, y, ranks, n_resamples=1000, seed=13)
+        seconds = (
+            np.mean([r["debate_seconds"] + r["readout_seconds"] for r in rows])
+            if cost
+            else float("nan")
+        )
+        print(f"| {name} | {auroc(y, p):.3f} [{ci.low:.3f}, {ci.high:.3f}] | {seconds:.1f} |")
+    agree = np.mean([len(set(r["agent_labels"])) == 1 for r in rows])
+    print(f"round-1 agreement (both agents gave one label): {agree:.0%}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=("run", "report"))
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--model", default="llm_strong", help="agents' and readout's model key")
+    parser.add_argument("--backend", default="llamacpp")
+    parser.add_argument("--limit", type=int, default=80, help="test-half items to run")
+    parser.add_argument("--out", type=Path, default=_OUT)
+    args = parser.parse_args()
+    (_run if args.action == "run" else _report)(args)
+
+
+if __name__ == "__main__":
+    main()
