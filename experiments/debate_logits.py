@@ -99,12 +99,14 @@ def _report(args: argparse.Namespace) -> None:
         p = np.array([r[key] for r in rows])
         ranks = (np.argsort(np.argsort(p)) + 1) / len(p)  # bootstrap_ci wants [0, 1] values
         ci = bootstrap_ci(auroc, y, ranks, n_resamples=1000, seed=13)
+        # The single judge's P(yes) may come from the answer cache: its time is not
+        # this run's (one short prompt, ~1-2 s on these cores).
         seconds = (
-            np.mean([r["debate_seconds"] + r["readout_seconds"] for r in rows])
+            f"{np.mean([r['debate_seconds'] + r['readout_seconds'] for r in rows]):.1f}"
             if cost
-            else float("nan")
+            else "–"
         )
-        print(f"| {name} | {auroc(y, p):.3f} [{ci.low:.3f}, {ci.high:.3f}] | {seconds:.1f} |")
+        print(f"| {name} | {auroc(y, p):.3f} [{ci.low:.3f}, {ci.high:.3f}] | {seconds} |")
     agree = np.mean([len(set(r["agent_labels"])) == 1 for r in rows])
     print(f"round-1 agreement (both agents gave one label): {agree:.0%}")
 
