@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core import ConfigError, InvalidArgumentError, TribunalError
-from ..core._artifacts import shipped_artifact
+from ..core._artifacts import resolve_artifact
 from ._artifact import CalibratorArtifact
 from ._signals import Signals
 from ._threshold import Decision, decide
@@ -28,14 +28,12 @@ def default_artifact_path(settings: Settings) -> Path:
     exists; else the calibrator shipped for the profile and its ``ensemble.matcher``
     (``confidence/<matcher>-calibrator.json``: each matcher's P(match) means something
     else, and the judges' calibrator reads each judge's P(yes) too)."""
-    configured = settings.confidence.artifact_path
-    if configured is not None:
-        return configured.expanduser()
-    trained = settings.data_dir / "confidence" / "calibrator.json"
-    if trained.exists():
-        return trained
-    name = f"confidence/{settings.ensemble.matcher}-calibrator.json"
-    return shipped_artifact(settings.profile, name) or trained
+    return resolve_artifact(
+        settings,
+        settings.confidence.artifact_path,
+        "confidence/calibrator.json",
+        shipped=f"confidence/{settings.ensemble.matcher}-calibrator.json",
+    )
 
 
 @dataclass(frozen=True)

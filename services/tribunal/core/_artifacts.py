@@ -22,11 +22,17 @@ def shipped_artifact(profile: str, name: str) -> Path | None:
     return path if path.exists() else None
 
 
-def resolve_artifact(settings: Settings, configured: Path | None, name: str) -> Path:
-    """The artifact path to load (it may not exist: the loader then says how to make it)."""
+def resolve_artifact(
+    settings: Settings, configured: Path | None, name: str, *, shipped: str | None = None
+) -> Path:
+    """The artifact path to load (it may not exist: the loader then says how to make it).
+
+    ``shipped``: the shipped artifact's name when it differs from the trained one's
+    (``name``), e.g. one calibrator per matcher.
+    """
     if configured is not None:
         return configured.expanduser()
     trained = settings.data_dir / name
     if trained.exists():
         return trained
-    return shipped_artifact(settings.profile, name) or trained
+    return shipped_artifact(settings.profile, shipped or name) or trained

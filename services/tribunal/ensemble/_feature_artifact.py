@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..core import ConfigError, FailedPreconditionError
-from ..core._artifacts import shipped_artifact
+from ..core._artifacts import resolve_artifact
 from ._match_features import MATCH_FEATURES
 
 if TYPE_CHECKING:
@@ -163,10 +163,6 @@ class MatchFeaturesArtifact(BaseModel):
 def features_path(settings: Settings) -> Path:
     """Configured, else ``data_dir/ensemble/match-features.json`` if it exists, else the
     one shipped for the profile; when none exists, the data_dir path (to name in errors)."""
-    configured = settings.ensemble.features_artifact
-    if configured is not None:
-        return configured.expanduser()
-    trained = settings.data_dir / "ensemble" / "match-features.json"
-    if trained.is_file():
-        return trained
-    return shipped_artifact(settings.profile, "ensemble/match-features.json") or trained
+    return resolve_artifact(
+        settings, settings.ensemble.features_artifact, "ensemble/match-features.json"
+    )
