@@ -14,7 +14,12 @@ Typical use::
 from ._chunking import chunk_sentences, chunk_text, split_sentences
 from ._collection import Collection
 from ._dense import DenseIndex, UnitMatch, choose_index_type, gpu_count
-from ._embedding import Embedder, SentenceTransformerEmbedder, load_profile_embedder
+from ._embedding import (
+    CachingEmbedder,
+    Embedder,
+    SentenceTransformerEmbedder,
+    load_profile_embedder,
+)
 from ._fusion import reciprocal_rank_fusion
 from ._ingest import (
     RecordFormat,
@@ -51,6 +56,7 @@ from ._types import (
 __all__ = [
     "ANSWER_UNIT_ID",
     "QUESTION_UNIT_ID",
+    "CachingEmbedder",
     "Chunk",
     "Collection",
     "CollectionStats",

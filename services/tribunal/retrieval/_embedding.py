@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
 
     from ..core import Settings
 
-__all__ = ["Embedder", "SentenceTransformerEmbedder", "load_profile_embedder"]
+__all__ = ["CachingEmbedder", "Embedder", "SentenceTransformerEmbedder", "load_profile_embedder"]
 
 Vectors = NDArray[np.float32]
 
@@ -89,6 +91,53 @@ class SentenceTransformerEmbedder:
         finally:
             if bar is not None:
                 bar.close()
+        return out
+
+
+class CachingEmbedder:
+    """An embedder that remembers the vectors of the last ``max_texts`` distinct texts.
+
+    For callers that embed the same texts again and again — the feature matcher embeds a
+    KB entry's question and answer with every query — so only new texts reach the model.
+    Least recently used texts are dropped first; safe to share between threads.
+
+    Args:
+        inner: The embedder that computes missing vectors.
+        max_texts: Most vectors kept (10,000 768-d vectors: ~31 MB).
+    """
+
+    def __init__(self, inner: Embedder, *, max_texts: int = 10_000) -> None:
+        if max_texts < 1:
+            raise ValueError("max_texts must be >= 1")
+        self.inner = inner
+        self.max_texts = max_texts
+        self._vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
+        # One lock over lookup, model call and update: a text found here cannot be
+        # evicted by another thread before it is read (the model runs one call at a
+        # time on these CPUs anyway).
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+            if missing:
+                fresh = self.inner.embed(missing, progress=progress)
+                for text, vector in zip(missing, fresh, strict=True):
+                    self._vectors[text] = vector
+            out = np.empty((len(texts), self.dimension), dtype=np.float32)
+            for row, text in enumerate(texts):
+                out[row] = self._vectors[text]
+                self._vectors.move_to_end(text)
+            while len(self._vectors) > self.max_texts:
+                self._vectors.popitem(last=False)
         return out
 
 
