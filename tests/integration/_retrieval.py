@@ -65,11 +65,13 @@ def minilm() -> SentenceTransformerEmbedder:
 
 
 class CountingEmbedder:
-    """The real embedder, counting the texts it embeds (to prove reloads do not embed)."""
+    """The real embedder, counting the texts it embeds (to prove reloads do not embed) and
+    noting which texts each call asked for."""
 
     def __init__(self, inner: SentenceTransformerEmbedder) -> None:
         self.inner = inner
         self.texts = 0
+        self.calls: list[list[str]] = []
 
     @property
     def name(self) -> str:
@@ -81,6 +83,7 @@ class CountingEmbedder:
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
         self.texts += len(texts)
+        self.calls.append(list(texts))
         return self.inner.embed(texts, progress=progress)
 
 

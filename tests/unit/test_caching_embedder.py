@@ -3,32 +3,18 @@ reach it, least recently used texts leave first."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
 from tribunal.core import Settings
-from tribunal.retrieval import CachingEmbedder, Embedder, load_profile_embedder
+from tribunal.retrieval import CachingEmbedder, load_profile_embedder
 
-
-class _Recording:
-    """The real embedder, noting which texts each call asked it for."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.calls: list[list[str]] = []
-        self.name = inner.name
-        self.dimension = inner.dimension
-
-    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
-        self.calls.append(list(texts))
-        return self.inner.embed(texts, progress=progress)
+from tests.integration._retrieval import CountingEmbedder
 
 
 @pytest.mark.models
 def test_only_new_texts_reach_the_model_and_vectors_match_it(tiny_settings: Settings) -> None:
     real = load_profile_embedder(tiny_settings)
-    recording = _Recording(real)
+    recording = CountingEmbedder(real)
     cached = CachingEmbedder(recording, max_texts=3)
     assert (cached.name, cached.dimension) == (real.name, real.dimension)
 

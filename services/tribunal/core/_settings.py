@@ -615,6 +615,10 @@ class Settings(BaseSettings):
                 f"profile {self.profile!r} has no model {key!r}", field=f"models.{key}"
             ) from None
 
+    def model_keys(self, kind: str) -> list[str]:
+        """Keys of the profile's models of ``kind`` (``embedder``, ``llm``), in order."""
+        return [key for key, spec in self.models.items() if spec.kind == kind]
+
 
 def available_profiles() -> list[str]:
     """Names of the profiles shipped with the package."""

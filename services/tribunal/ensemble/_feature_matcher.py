@@ -68,7 +68,7 @@ class FeatureMatcher:
         key = artifact.embedder.model_key
         spec = settings.models.get(key)
         if spec is None or spec.kind != "embedder":
-            embedders = [k for k, m in settings.models.items() if m.kind == "embedder"]
+            embedders = settings.model_keys("embedder")
             raise ConfigError(
                 f"the feature matcher {artifact.version} needs embedder model {key!r}; "
                 f"profile {settings.profile!r} has embedders {', '.join(embedders) or 'none'}",

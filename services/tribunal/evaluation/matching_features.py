@@ -491,7 +491,7 @@ def run(args: argparse.Namespace) -> int:
     embedder_key = args.embedder or (settings.roles.embedder if settings.roles else None)
     spec = settings.models.get(embedder_key) if embedder_key else None
     if spec is None or spec.kind != "embedder":
-        embedders = [key for key, m in settings.models.items() if m.kind == "embedder"]
+        embedders = settings.model_keys("embedder")
         raise InvalidArgumentError(
             f"--embedder {embedder_key!r} is not an embedder model of profile "
             f"{settings.profile!r}: {', '.join(embedders) or 'none'}",

@@ -183,7 +183,7 @@ def cosine_features(features: list[str], settings: Any) -> list[str]:
         InvalidArgumentError: not ``cosine[:MODEL_KEY]``, an unknown key, or a key that
             is not an embedder.
     """
-    embedders = [key for key, spec in settings.models.items() if spec.kind == "embedder"]
+    embedders = settings.model_keys("embedder")
     keys: list[str] = []
     for feature in features:
         name, _, key = feature.partition(":")
