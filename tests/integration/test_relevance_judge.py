@@ -284,3 +284,22 @@ def test_label_routes_by_the_artifacts_threshold_and_band(
     assert ("debate" in scripted[1].calls) == (source == "DEBATE")
     assert p_range[0] <= response.p_relevant <= p_range[1]
     assert response.usage.prompt_tokens > 0
+
+
+def test_the_ray_deployment_honours_serve_match_too(tmp_path: Path) -> None:
+    """The Ray app's replica class, built as Serve builds it (no cluster needed for its
+    constructor): relevance-only means no matcher loaded and Match refused as over gRPC."""
+    import asyncio
+
+    from tribunal.core import FailedPreconditionError
+    from tribunal.ensemble import MatchRequestItem
+    from tribunal.ensemble.app import EnsembleDeployment
+    from tribunal.retrieval import KbEntry
+
+    path = write_tiny_artifact(tmp_path / "relevance.json")
+    settings = _settings(relevance_artifact=str(path), serve_match=False)
+    replica = EnsembleDeployment.func_or_class(settings.model_dump(mode="json"))
+    assert replica._matcher is None  # no matching models were loaded
+    item = MatchRequestItem(QUERY, KbEntry(id="a", question=QUERY, answer=RELEVANT))
+    with pytest.raises(FailedPreconditionError, match=r"ensemble\.serve_match is false"):
+        asyncio.run(replica.match([item]))

@@ -1,7 +1,7 @@
 """The ensemble service as a Ray Serve application.
 
 One deployment wraps the domain matcher (:func:`load_matcher`: the LLM judge panel or
-the feature matcher) and the relevance judge
+the feature matcher; not loaded with ``ensemble.serve_match`` off) and the relevance judge
 (:class:`RelevanceJudgeSlot`: loaded on the first ``JudgeRelevance``, or at start
 with ``ensemble.relevance_preload``). Single pairs that arrive concurrently (the gateway matches
 each candidate, and labels each item, as its own call) are gathered by
@@ -21,11 +21,12 @@ from ray.serve import Application
 
 from ..core import Settings
 from ..v1 import ensemble_pb2
-from ._feature_matcher import load_matcher
+from ._feature_matcher import Matcher, load_matcher
 from ._matcher import MatchRequestItem, MatchResult
 from ._relevance import RelevanceItem, RelevanceJudgeSlot, RelevanceVerdict
 from .servicer import (
     item_from_proto,
+    match_not_served,
     relevance_item_from_proto,
     relevance_to_proto,
     result_to_proto,
@@ -40,7 +41,8 @@ class EnsembleDeployment:
 
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
-        self.matcher = load_matcher(settings)
+        # A relevance-only deployment (bulk labelling) loads no matching models.
+        self._matcher = load_matcher(settings) if settings.ensemble.serve_match else None
         self.relevance = RelevanceJudgeSlot(settings)
         if settings.ensemble.relevance_preload:
             self.relevance.preload()
@@ -49,6 +51,12 @@ class EnsembleDeployment:
         for method in batched:
             method.set_max_batch_size(options.max_batch_size)
             method.set_batch_wait_timeout_s(options.batch_wait_timeout_s)
+
+    @property
+    def matcher(self) -> Matcher:
+        if self._matcher is None:
+            raise match_not_served()
+        return self._matcher
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
     async def match_one(self, items: list[MatchRequestItem]) -> list[MatchResult]:

@@ -25,12 +25,21 @@ __all__ = [
     "EnsembleServicer",
     "build_host",
     "item_from_proto",
+    "match_not_served",
     "relevance_item_from_proto",
     "relevance_to_proto",
     "result_to_proto",
 ]
 
 SERVICE_NAME = "tribunal.v1.EnsembleService"
+
+
+def match_not_served() -> FailedPreconditionError:
+    """The error of Match / BatchMatch on a deployment with ``ensemble.serve_match`` off."""
+    return FailedPreconditionError(
+        "this ensemble deployment serves JudgeRelevance only "
+        "(ensemble.serve_match is false): send Match to one that serves it"
+    )
 
 
 def item_from_proto(message: ensemble_pb2.MatchRequest) -> MatchRequestItem:
@@ -98,10 +107,7 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
 
     def _ready(self) -> Matcher:
         if not self.serve_match:
-            raise FailedPreconditionError(
-                "this ensemble deployment serves JudgeRelevance only "
-                "(ensemble.serve_match is false): send Match to one that serves it"
-            )
+            raise match_not_served()
         if self._matcher is None:
             raise UnavailableError("the ensemble judges are still loading")
         return self._matcher
