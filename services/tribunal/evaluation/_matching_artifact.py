@@ -22,7 +22,7 @@ from ..ensemble import FeatureEmbedder, MatchFeaturesArtifact
 
 if TYPE_CHECKING:
     from ..ensemble import MatchItem
-    from .matching_features import FeatureTable, Floats, Ints
+    from ._matching_table import FeatureTable, Floats, Ints
 
 __all__ = ["LOGISTIC_SCORER", "matcher_artifact", "write_signals"]
 

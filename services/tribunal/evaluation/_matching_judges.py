@@ -15,8 +15,8 @@ import numpy as np
 
 from ..core import FailedPreconditionError
 from ..ensemble import load_matching_data
+from ._matching_table import FeatureTable
 from ._sweep_stats import logit
-from .matching_features import FeatureTable
 
 __all__ = ["JUDGE_PREFIX", "add_judge_features"]
 

@@ -39,10 +39,9 @@ import datetime as dt
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,15 +49,21 @@ from scipy.stats import rankdata
 
 from ..confidence import json_ready, select_risk_threshold
 from ..core import InvalidArgumentError
-from ..ensemble import MATCH_FEATURES
 from ._matching_artifact import LOGISTIC_SCORER, matcher_artifact, write_signals
 from ._matching_report import markdown_report
+from ._matching_table import (
+    COVID_SOURCES,
+    EMBEDDING_FEATURES,
+    RETRIEVAL_FEATURES,
+    FeatureTable,
+    Floats,
+    Ints,
+    Scorer,
+    compute_features,
+    grouped_stratified_split,
+)
 from ._sweep_stats import auroc, oof_ensemble
 from .metrics import bootstrap_ci
-
-if TYPE_CHECKING:
-    from ..ensemble import MatchItem
-    from ..retrieval import Embedder
 
 __all__ = [
     "EMBEDDING_FEATURES",
@@ -75,94 +80,6 @@ __all__ = [
     "outcome",
     "run",
 ]
-
-EMBEDDING_FEATURES = MATCH_FEATURES
-RETRIEVAL_FEATURES = ("dense_score", "bm25_score", "rrf_score")
-_RETRIEVAL_KEYS = {"dense_score": "dense_score", "bm25_score": "sparse_score", "rrf_score": "score"}
-COVID_SOURCES = ("covid-qa", "covid-qa-heldout")
-
-
-Floats = NDArray[np.float64]
-Ints = NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class FeatureTable:
-    """One row per item: its features (NaN where an item lacks one), label, source, group."""
-
-    ids: tuple[str, ...]
-    sources: tuple[str, ...]
-    groups: tuple[str, ...]
-    labels: Ints
-    features: dict[str, Floats]
-
-    def __post_init__(self) -> None:
-        n = len(self.ids)
-        sizes = {len(self.sources), len(self.groups), self.labels.size}
-        sizes |= {v.size for v in self.features.values()}
-        if sizes != {n}:
-            raise InvalidArgumentError(f"feature table columns differ in length: {sizes}")
-
-
-@dataclass(frozen=True)
-class Scorer:
-    """A score to threshold: one feature, or logistic regression over several."""
-
-    name: str
-    features: tuple[str, ...]
-    kind: str
-    """``feature`` (the raw value) or ``logistic`` (P(match) of an LR over ``features``)."""
-
-
-def compute_features(
-    items: Sequence[MatchItem], embedder: Embedder, *, progress: bool = False
-) -> FeatureTable:
-    """Embedding cosines, token-set ratio and the stored retrieval scores of each item."""
-    from ..ensemble import match_feature_values
-
-    features = match_feature_values(
-        [i.query for i in items],
-        [i.candidate.question for i in items],
-        [i.candidate.answer for i in items],
-        embedder,
-        progress=progress,
-    )
-    for name, key in _RETRIEVAL_KEYS.items():
-        features[name] = np.array([i.retrieval.get(key, math.nan) for i in items], np.float64)
-    return FeatureTable(
-        tuple(i.id for i in items),
-        tuple(i.source for i in items),
-        tuple(i.group for i in items),
-        np.array([i.label for i in items], dtype=np.int64),
-        features,
-    )
-
-
-def grouped_stratified_split(
-    sources: Sequence[str], labels: Ints, groups: Sequence[str], seed: int, fraction: float = 0.5
-) -> tuple[Ints, Ints]:
-    """Disjoint sorted (selection, test) indices; a group never straddles them.
-
-    A group's stratum is its sorted (source, label) make-up; strata are taken in sorted
-    order, each one's groups shuffled by one ``default_rng(seed)`` and the first
-    ``round(n · fraction)`` put in selection. (``_sweep_stats.stratified_split`` does
-    labels only and needs both classes, which the all-negative held-out source lacks.)
-    """
-    members: dict[str, list[int]] = {}
-    for index, group in enumerate(groups):
-        members.setdefault(group, []).append(index)
-    strata: dict[tuple[tuple[str, int], ...], list[str]] = {}
-    for group, rows in members.items():
-        key = tuple(sorted((sources[i], int(labels[i])) for i in rows))
-        strata.setdefault(key, []).append(group)
-    rng = np.random.default_rng(seed)
-    chosen = np.zeros(len(groups), dtype=bool)
-    for key in sorted(strata):
-        names = sorted(strata[key])
-        take = round(len(names) * fraction)
-        for position in rng.permutation(len(names))[:take]:
-            chosen[members[names[position]]] = True
-    return np.flatnonzero(chosen).astype(np.int64), np.flatnonzero(~chosen).astype(np.int64)
 
 
 def max_accuracy_threshold(y: Ints, score: Floats) -> float:
