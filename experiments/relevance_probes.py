@@ -14,7 +14,8 @@ the sweep's 300 pairs (seed 13) and its selection/test split:
   rank, distance to the pool's best) — what a bulk labelling job that sees a query's
   whole pool could compute.
 
-``report`` puts the probes beside the embedder cosines through the sweep's own analysis
+``report`` puts the probes (and, with ``--scores``, any per-item P(relevant) file such as
+``relevance_cross_encoder.py``'s) beside the embedder cosines through the sweep's own analysis
 (``tribunal.evaluation.sweep.analyse``: thresholds, bands and ensembles fitted on the
 selection half, figures on the test half). Run from the repository root::
 
@@ -155,6 +156,14 @@ def report(args: argparse.Namespace) -> None:
         for kind, values in scores.items():
             name = f"{path.stem}:{kind}"
             judges[name] = Judge(name, "single", (name,), expit(np.array(values)), zeros, zeros)
+    for path in args.scores:  # {"p_relevant": {item id: P(relevant)}}, e.g. the cross-encoder
+        rows = json.loads(path.read_text())["p_relevant"]
+        missing = [item.id for item in items if item.id not in rows]
+        if missing:
+            sys.exit(f"{path}: {len(missing)} of the 300 pairs are not scored yet")
+        p = np.array([rows[i.id] for i in items])
+        name = f"{path.stem}:p_relevant"  # the sweep groups judges by "model:" prefix
+        judges[name] = Judge(name, "single", (name,), p, zeros, zeros)
     for name, judge in judges.items():
         print(f"{name}: AUROC on all 300 {auroc(y, judge.p_yes):.3f}")
     result = sweep.analyse(judges, y, task="relevance", seed=13, max_escalation=0.15)
@@ -175,6 +184,7 @@ def main() -> None:
     rep = commands.add_parser("report", help="the sweep's analysis of the probes")
     rep.add_argument("--ql", type=Path, nargs="*", default=[])
     rep.add_argument("--cosines", nargs="*", default=[])
+    rep.add_argument("--scores", type=Path, nargs="*", default=[], help="per-item P(relevant)")
     rep.set_defaults(run=report)
     args = parser.parse_args()
     args.run(args)
