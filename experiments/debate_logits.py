@@ -8,12 +8,18 @@ P(yes) from the logits — a judge that has heard both sides. Compared on the sa
 with the plain single judge (``relevance/yesno@1``, same model): AUROC with a 95%
 bootstrap interval, and the cost. Does hearing the debate add ranking information?
 
+``--agents M1 M2`` pits two models against each other (DREAM's heterogeneous debate):
+items alternate which model argues "relevant" (``swap_stance_order`` on every second
+item), so neither model always holds the same side; the readout and the single judge
+use ``--model``. Each row records which model argued "relevant".
+
 Items: the test half (seed 13, stratified by label, as ``tribunal eval sweep --task
 relevance``) of the 300 TREC DL 2019 pairs ``tribunal eval judge`` draws; the first
 ``--limit`` of them in a seeded shuffle. Resumable: one JSONL row per finished item.
 
     .venv/bin/python experiments/debate_logits.py run --limit 80     # ~25 s/item, 1.5B agents
-    .venv/bin/python experiments/debate_logits.py report
+    .venv/bin/python experiments/debate_logits.py run --limit 120 --agents llm_strong llm_weak
+    .venv/bin/python experiments/debate_logits.py report [--agents llm_strong llm_weak]
 """
 
 from __future__ import annotations
@@ -35,7 +41,16 @@ from tribunal.evaluation.judge import load_items
 from tribunal.evaluation.metrics import bootstrap_ci
 from tribunal.prompts import get_prompt
 
-_OUT = Path("results/probes/debate-readout-llm_strong.jsonl")
+_RESULTS = Path("results/probes")
+
+
+def _out_path(args: argparse.Namespace) -> Path:
+    if args.out is not None:
+        return Path(args.out)
+    first, second = args.agents or (args.model, args.model)
+    if first == second == args.model:
+        return _RESULTS / f"debate-readout-{args.model}.jsonl"  # the homogeneous run's name
+    return _RESULTS / f"debate-readout-{first}-vs-{second}-read-{args.model}.jsonl"
 
 
 def _test_items(data: Path, limit: int) -> list[Any]:
@@ -50,19 +65,27 @@ def _run(args: argparse.Namespace) -> None:
     settings = load_settings(
         "tiny", llm_backend=args.backend, debate={"max_rounds": 1, "adjudicate": False}
     )
-    debate = build_debate(settings, agents=(args.model, args.model))
+    agents = tuple(args.agents or (args.model, args.model))
+    debate = build_debate(settings, agents=agents)  # type: ignore[arg-type]
+    heterogeneous = agents[0] != agents[1]
     engine = shared_engine(settings, args.model)
     readout = get_prompt("debate/readout@1")
     yesno = get_prompt("relevance/yesno@1")
+    out_path = _out_path(args)
     done = set()
-    if args.out.is_file():
-        done = {json.loads(line)["id"] for line in args.out.read_text().splitlines()}
-    todo = [i for i in _test_items(args.data, args.limit) if i.id not in done]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("a", encoding="utf-8") as out:
+    if out_path.is_file():
+        done = {json.loads(line)["id"] for line in out_path.read_text().splitlines()}
+    items = _test_items(args.data, args.limit)
+    # Alternate by position in the fixed item order, so a resumed run swaps the same items.
+    swapped = {item.id: heterogeneous and index % 2 == 1 for index, item in enumerate(items)}
+    todo = [i for i in items if i.id not in done]
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with out_path.open("a", encoding="utf-8") as out:
         for item in tqdm(todo, desc="debate + readout", unit="item"):
             query, passage = item.fields["query"], item.fields["passage"]
-            debate_item = DebateItem(query=query, chunk=passage, item_id=item.id)
+            debate_item = DebateItem(
+                query=query, chunk=passage, item_id=item.id, swap_stance_order=swapped[item.id]
+            )
             started = time.perf_counter()
             result = debate.assess(debate_item)
             debated = time.perf_counter() - started
@@ -79,6 +102,7 @@ def _run(args: argparse.Namespace) -> None:
                 "p_readout": p_readout[0],
                 "p_yesno": p_plain[0],
                 "agent_labels": [t.label.value if t.label else None for t in round_one.turns],
+                "relevant_side": agents[1] if swapped[item.id] else agents[0],
                 "debate_seconds": debated,
                 "readout_seconds": read,
                 "debate_tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
@@ -88,13 +112,31 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    rows = [json.loads(line) for line in args.out.read_text().splitlines()]
+    out_path = _out_path(args)
+    rows = [json.loads(line) for line in out_path.read_text().splitlines()]
+    print(f"{len(rows)} items ({sum(r['label'] for r in rows)} relevant), {out_path}")
+    print("| scorer | items | AUROC [95% CI] | s/item |\n|---|---|---|---|")
+    sides = sorted({r.get("relevant_side") for r in rows} - {None})
+    subsets = [("all", rows)]
+    if len(sides) > 1:  # heterogeneous: also each stance assignment on its own
+        subsets += [
+            (f"{side} argued relevant", [r for r in rows if r["relevant_side"] == side])
+            for side in sides
+        ]
+    for subset, chosen in subsets:
+        _report_rows(args.model, subset, chosen)
+    for subset, chosen in subsets[1:]:  # does the stronger arguer pull the readout its way?
+        mean = {y: np.mean([r["p_readout"] for r in chosen if r["label"] == y]) for y in (1, 0)}
+        print(f"mean readout P(yes), {subset}: relevant {mean[1]:.3f}, irrelevant {mean[0]:.3f}")
+    agree = np.mean([len(set(r["agent_labels"])) == 1 for r in rows])
+    print(f"round-1 agreement (both agents gave one label): {agree:.0%}")
+
+
+def _report_rows(model: str, subset: str, rows: list[dict[str, Any]]) -> None:
     y = np.array([r["label"] for r in rows], dtype=np.int64)
-    print(f"{len(rows)} items ({int(y.sum())} relevant), {args.out}")
-    print("| scorer | AUROC [95% CI] | s/item |\n|---|---|---|")
     for name, key, cost in (
-        ("1.5B `relevance/yesno@1` (single judge)", "p_yesno", None),
-        ("1.5B `debate/readout@1` after round 1", "p_readout", "debate"),
+        (f"{model} `relevance/yesno@1` (single judge), {subset}", "p_yesno", None),
+        (f"{model} `debate/readout@1` after round 1, {subset}", "p_readout", "debate"),
     ):
         p = np.array([r[key] for r in rows])
         ranks = (np.argsort(np.argsort(p)) + 1) / len(p)  # bootstrap_ci wants [0, 1] values
@@ -106,19 +148,25 @@ def _report(args: argparse.Namespace) -> None:
             if cost
             else "–"
         )
-        print(f"| {name} | {auroc(y, p):.3f} [{ci.low:.3f}, {ci.high:.3f}] | {seconds} |")
-    agree = np.mean([len(set(r["agent_labels"])) == 1 for r in rows])
-    print(f"round-1 agreement (both agents gave one label): {agree:.0%}")
+        print(
+            f"| {name} | {len(rows)} ({int(y.sum())} +) "
+            f"| {auroc(y, p):.3f} [{ci.low:.3f}, {ci.high:.3f}] | {seconds} |"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=("run", "report"))
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--model", default="llm_strong", help="agents' and readout's model key")
+    parser.add_argument(
+        "--model", default="llm_strong", help="the readout's and single judge's model key"
+    )
+    parser.add_argument(
+        "--agents", nargs=2, metavar=("M1", "M2"), help="two agents' model keys (default: --model)"
+    )
     parser.add_argument("--backend", default="llamacpp")
     parser.add_argument("--limit", type=int, default=80, help="test-half items to run")
-    parser.add_argument("--out", type=Path, default=_OUT)
+    parser.add_argument("--out", type=Path, help="rows (default: results/probes/, by models)")
     args = parser.parse_args()
     (_run if args.action == "run" else _report)(args)
 
