@@ -33,8 +33,12 @@ from tribunal.v1 import (
     common_pb2,
     confidence_pb2,
     confidence_pb2_grpc,
+    ensemble_pb2,
+    ensemble_pb2_grpc,
     gateway_pb2,
     gateway_pb2_grpc,
+    retrieval_pb2,
+    retrieval_pb2_grpc,
 )
 
 from loadtest.scenario import (
@@ -160,6 +164,24 @@ def test_every_service_is_reachable_and_errors_keep_their_code(stack: Stack) -> 
     with pytest.raises(grpc.RpcError) as empty:
         _answer(stack, "   ")
     assert empty.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # The model services' own applications map their errors too (not UNKNOWN).
+    candidate = common_pb2.KbEntry(id="a", question="How does it spread?", answer="By air.")
+    with pytest.raises(grpc.RpcError) as no_query:
+        ensemble_pb2_grpc.EnsembleServiceStub(stack.channel).Match(
+            ensemble_pb2.MatchRequest(query=" ", candidate=candidate),
+            metadata=(("application", "ensemble"),),
+            timeout=60,
+        )
+    assert no_query.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "query must be non-empty" in no_query.value.details()
+    with pytest.raises(grpc.RpcError) as bad_mode:
+        retrieval_pb2_grpc.RetrievalServiceStub(stack.channel).Search(
+            retrieval_pb2.SearchRequest(query="fever", mode=99),
+            metadata=(("application", "retrieval"),),
+            timeout=60,
+        )
+    assert bad_mode.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "is not a SearchMode" in bad_mode.value.details()
     # Six applications behind one proxy: a call must say which.
     with pytest.raises(grpc.RpcError) as unrouted:
         gateway_pb2_grpc.GatewayServiceStub(stack.channel).Answer(

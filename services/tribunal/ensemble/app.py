@@ -20,6 +20,7 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
+from ..deploy import grpc_status
 from ..v1 import ensemble_pb2
 from ._feature_matcher import Matcher, load_matcher
 from ._matcher import MatchRequestItem, MatchResult
@@ -70,14 +71,18 @@ class EnsembleDeployment:
             return [await self.match_one(items[0])]
         return await asyncio.to_thread(self.matcher.match, items)
 
-    async def Match(self, request: ensemble_pb2.MatchRequest) -> ensemble_pb2.MatchResponse:
-        return result_to_proto((await self.match([item_from_proto(request)]))[0])
+    async def Match(
+        self, request: ensemble_pb2.MatchRequest, grpc_context: Any = None
+    ) -> ensemble_pb2.MatchResponse:
+        with grpc_status(grpc_context):
+            return result_to_proto((await self.match([item_from_proto(request)]))[0])
 
     async def BatchMatch(
-        self, request: ensemble_pb2.BatchMatchRequest
+        self, request: ensemble_pb2.BatchMatchRequest, grpc_context: Any = None
     ) -> ensemble_pb2.BatchMatchResponse:
-        results = await self.match([item_from_proto(m) for m in request.items])
-        return ensemble_pb2.BatchMatchResponse(results=[result_to_proto(r) for r in results])
+        with grpc_status(grpc_context):
+            results = await self.match([item_from_proto(m) for m in request.items])
+            return ensemble_pb2.BatchMatchResponse(results=[result_to_proto(r) for r in results])
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
     async def judge_relevance_batch(self, items: list[RelevanceItem]) -> list[RelevanceVerdict]:
@@ -86,15 +91,16 @@ class EnsembleDeployment:
         return await asyncio.to_thread(judge.judge, items)
 
     async def JudgeRelevance(
-        self, request: ensemble_pb2.JudgeRelevanceRequest
+        self, request: ensemble_pb2.JudgeRelevanceRequest, grpc_context: Any = None
     ) -> ensemble_pb2.JudgeRelevanceResponse:
-        # Load (or report the missing artifact) and check the item here, so one bad
-        # item fails alone instead of failing the Serve batch it would have joined.
-        judge = await asyncio.to_thread(self.relevance.get)
-        item = relevance_item_from_proto(request)
-        judge.validate([item])
-        verdict = await self.judge_relevance_batch(item)
-        return relevance_to_proto(verdict, judge.artifact, request.item_id)
+        with grpc_status(grpc_context):
+            # Load (or report the missing artifact) and check the item here, so one bad
+            # item fails alone instead of failing the Serve batch it would have joined.
+            judge = await asyncio.to_thread(self.relevance.get)
+            item = relevance_item_from_proto(request)
+            judge.validate([item])
+            verdict = await self.judge_relevance_batch(item)
+            return relevance_to_proto(verdict, judge.artifact, request.item_id)
 
 
 def build_app(settings: Settings) -> Application:

@@ -18,6 +18,7 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
+from ..deploy import grpc_status
 from ..v1 import common_pb2, entailment_pb2
 from ._cascade import EntailmentCascade, EntailmentVerdict, PairToCheck
 from ._factory import build_cascade
@@ -51,14 +52,17 @@ class EntailmentDeployment:
             return [await self.check_one(pairs[0])]
         return await asyncio.to_thread(self.cascade.check, pairs, fast_only=fast_only)
 
-    async def Check(self, request: entailment_pb2.CheckRequest) -> entailment_pb2.CheckResponse:
-        pairs = [PairToCheck(p.premise, p.hypothesis, p.quote) for p in request.pairs]
-        verdicts = await self.check(pairs, request.fast_only)
-        return entailment_pb2.CheckResponse(
-            results=[verdict_to_proto(v) for v in verdicts],
-            strong_calls=sum(v.decided_by.value == "strong" for v in verdicts),
-            usage=common_pb2.TokenUsage(prompt_tokens=sum(v.prompt_tokens for v in verdicts)),
-        )
+    async def Check(
+        self, request: entailment_pb2.CheckRequest, grpc_context: Any = None
+    ) -> entailment_pb2.CheckResponse:
+        with grpc_status(grpc_context):
+            pairs = [PairToCheck(p.premise, p.hypothesis, p.quote) for p in request.pairs]
+            verdicts = await self.check(pairs, request.fast_only)
+            return entailment_pb2.CheckResponse(
+                results=[verdict_to_proto(v) for v in verdicts],
+                strong_calls=sum(v.decided_by.value == "strong" for v in verdicts),
+                usage=common_pb2.TokenUsage(prompt_tokens=sum(v.prompt_tokens for v in verdicts)),
+            )
 
 
 def build_app(settings: Settings) -> Application:

@@ -30,6 +30,7 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
+from ..deploy import grpc_status
 from ..v1 import retrieval_pb2
 from ._knowledge_base import KnowledgeBase
 from ._types import (
@@ -98,30 +99,40 @@ class RetrievalDeployment:
         return await asyncio.to_thread(self.kb.stats, collection)
 
     # -- proto methods (Serve's gRPC proxy) -----------------------------------------------
-    async def Search(self, request: retrieval_pb2.SearchRequest) -> retrieval_pb2.SearchResponse:
-        return result_to_proto(await self.search(query_from_proto(request)))
+    async def Search(
+        self, request: retrieval_pb2.SearchRequest, grpc_context: Any = None
+    ) -> retrieval_pb2.SearchResponse:
+        with grpc_status(grpc_context):
+            return result_to_proto(await self.search(query_from_proto(request)))
 
     async def BatchSearch(
-        self, request: retrieval_pb2.BatchSearchRequest
+        self, request: retrieval_pb2.BatchSearchRequest, grpc_context: Any = None
     ) -> retrieval_pb2.BatchSearchResponse:
-        queries = [
-            query_from_proto(s, field=f"searches[{i}].") for i, s in enumerate(request.searches)
-        ]
-        results = await self.batch_search(queries)
-        return retrieval_pb2.BatchSearchResponse(results=[result_to_proto(r) for r in results])
+        with grpc_status(grpc_context):
+            queries = [
+                query_from_proto(s, field=f"searches[{i}].") for i, s in enumerate(request.searches)
+            ]
+            results = await self.batch_search(queries)
+            return retrieval_pb2.BatchSearchResponse(results=[result_to_proto(r) for r in results])
 
-    async def Upsert(self, request: retrieval_pb2.UpsertRequest) -> retrieval_pb2.UpsertResponse:
-        entries = [entry_from_proto(e) for e in request.entries]
-        result = await self.upsert(request.collection, entries, request.create_collection)
-        return retrieval_pb2.UpsertResponse(
-            upserted=result.upserted, total_entries=result.total_entries
-        )
+    async def Upsert(
+        self, request: retrieval_pb2.UpsertRequest, grpc_context: Any = None
+    ) -> retrieval_pb2.UpsertResponse:
+        with grpc_status(grpc_context):
+            entries = [entry_from_proto(e) for e in request.entries]
+            result = await self.upsert(request.collection, entries, request.create_collection)
+            return retrieval_pb2.UpsertResponse(
+                upserted=result.upserted, total_entries=result.total_entries
+            )
 
-    async def Delete(self, request: retrieval_pb2.DeleteRequest) -> retrieval_pb2.DeleteResponse:
-        result = await self.delete(request.collection, list(request.ids))
-        return retrieval_pb2.DeleteResponse(
-            deleted=result.deleted, missing_ids=list(result.missing_ids)
-        )
+    async def Delete(
+        self, request: retrieval_pb2.DeleteRequest, grpc_context: Any = None
+    ) -> retrieval_pb2.DeleteResponse:
+        with grpc_status(grpc_context):
+            result = await self.delete(request.collection, list(request.ids))
+            return retrieval_pb2.DeleteResponse(
+                deleted=result.deleted, missing_ids=list(result.missing_ids)
+            )
 
     def __del__(self) -> None:
         # Replica shutdown: write snapshots so the next replica loads instead of rebuilding.
