@@ -351,9 +351,10 @@ class EnsembleSettings(_Strict):
     on the first ``JudgeRelevance``. Label jobs' stage hosts turn it on, so no item waits
     for the load; off, a Match-only service never loads the judge's models."""
     serve_match: bool = True
-    """Load the matching judges and serve ``Match``/``BatchMatch``. Label jobs' stage hosts
-    turn it off: they call only ``JudgeRelevance``, and the six-judge panel is three LLMs
-    to load for nothing (FAILED_PRECONDITION on ``Match`` then)."""
+    """Load the matcher and serve ``Match``/``BatchMatch`` (gRPC service and Ray app alike).
+    Label jobs' stage hosts turn it off: they call only ``JudgeRelevance``, and the matcher
+    (a judge panel of three LLMs, or MPNet) is a load for nothing (FAILED_PRECONDITION on
+    ``Match`` then)."""
     max_chunk_chars: int = Field(20_000, ge=1, le=10_000_000)
     """Longest chunk ``JudgeRelevance`` accepts (the prompt cuts the passage to fit the
     model; this bounds the work before that)."""
