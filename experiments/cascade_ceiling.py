@@ -66,7 +66,7 @@ def main() -> None:
     share = f"<= {args.max_escalation:.0%} escalated"
     print(f"binormal judge, prevalence {args.prevalence:.3f}, {share}")
     print("| AUROC | bAcc, no band | best kept bAcc | escalated |\n|---|---|---|---|")
-    for target in (0.70, 0.72, 0.75, 0.78, 0.80, 0.82, 0.84, 0.845, 0.85, 0.88, 0.90):
+    for target in (0.70, 0.72, 0.75, 0.78, 0.80, 0.82, 0.84, 0.845, 0.85, 0.88, 0.90, 0.93):
         d = np.sqrt(2) * norm.ppf(target)
         scores = noise + d * labels
         plain, _ = best_kept_bacc(scores, labels, 0.0)
