@@ -128,6 +128,9 @@ def _report(args: argparse.Namespace) -> None:
     for subset, chosen in subsets[1:]:  # does the stronger arguer pull the readout its way?
         mean = {y: np.mean([r["p_readout"] for r in chosen if r["label"] == y]) for y in (1, 0)}
         print(f"mean readout P(yes), {subset}: relevant {mean[1]:.3f}, irrelevant {mean[0]:.3f}")
+        malformed = sum(None in r["agent_labels"] for r in chosen)
+        conceded = sum(set(r["agent_labels"]) == {"irrelevant"} for r in chosen)
+        print(f"{subset}: {malformed} items with a malformed turn, {conceded} both irrelevant")
     agree = np.mean([len(set(r["agent_labels"])) == 1 for r in rows])
     print(f"round-1 agreement (both agents gave one label): {agree:.0%}")
 
