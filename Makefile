@@ -17,13 +17,15 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
+# dev pulls every extra a checkout needs: cpu (FAISS), llamacpp, review, k8s, analysis
+# and the lab (tribunal-lab).
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[dev,llamacpp]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[dev]'
 	touch $@
 
-install: $(BIN)/.installed ## create .venv and install Tribunal with its dev tools
+install: $(BIN)/.installed ## create .venv and install Tribunal, its lab and dev tools
 
 models: install ## install the profile's offline model weights (PROFILE=tiny), verified by sha256
 	$(BIN)/tribunal models install --profile $(PROFILE)
@@ -48,15 +50,15 @@ browser: ## Debian's chromium for the review page's browser test (apt, once)
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y --no-install-recommends chromium; }
 
-lint: install ## ruff (lint + format check), mypy on services/, buf lint on protos/
-	$(BIN)/ruff check services tests bench loadtest experiments
-	$(BIN)/ruff format --check services tests bench loadtest experiments
-	$(BIN)/mypy services
+lint: install ## ruff (lint + format check), mypy on services/ and lab/, buf lint on protos/
+	$(BIN)/ruff check services lab tests bench loadtest
+	$(BIN)/ruff format --check services lab tests bench loadtest
+	$(BIN)/mypy services lab
 	cd protos && ../$(BIN)/buf lint
 
 format: install ## apply ruff fixes and formatting
-	$(BIN)/ruff check --fix services tests bench loadtest experiments
-	$(BIN)/ruff format services tests bench loadtest experiments
+	$(BIN)/ruff check --fix services lab tests bench loadtest
+	$(BIN)/ruff format services lab tests bench loadtest
 
 protos: install ## regenerate services/tribunal/v1 from protos/ (commit the result)
 	$(BIN)/python -m tribunal.protogen services
@@ -109,11 +111,11 @@ $(CHECKOV_VENV)/bin/checkov:
 	$(CHECKOV_VENV)/bin/pip install --quiet checkov==3.3.30
 
 k8s-check: install $(CHECKOV_VENV)/bin/checkov ## offline checks of charts/ and k8s/ (K8S_VALUES=more values files)
-	$(BIN)/python -m tribunal.ops.k8s_check --checkov $(CHECKOV_VENV)/bin/checkov \
+	$(BIN)/python -m tribunal_lab.k8s_check --checkov $(CHECKOV_VENV)/bin/checkov \
 	  $(foreach file,$(K8S_VALUES),--values $(file))
 
 k8s-manifests: install ## regenerate k8s/ (kustomize base + overlays) from charts/tribunal
-	$(BIN)/python -m tribunal.ops.k8s_check --write-manifests
+	$(BIN)/python -m tribunal_lab.k8s_check --write-manifests
 
 clean: ## remove build outputs (not the model cache)
 	rm -rf .build .pytest_cache .mypy_cache .ruff_cache

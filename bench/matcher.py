@@ -2,7 +2,7 @@
 
 Both matchers of the tiny profile are loaded in this process (the domain objects the
 ensemble service wraps, no gRPC) and match the same seeded COVID items of the
-matching set (``tribunal ensemble build-dataset --items-only`` builds it), one
+matching set (``tribunal-lab dataset matching --items-only`` builds it), one
 ``match`` call per pair as the gateway sends them with one candidate. The feature
 matcher runs twice: cold (every entry new to its embedding cache) and with the entries'
 texts cached (a service that has seen its KB). Reported: mean and p50 seconds per pair,
@@ -52,7 +52,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if not (args.dataset / "items.jsonl").is_file():
-        print(f"no matching set at {args.dataset}: `tribunal ensemble build-dataset --items-only`")
+        print(f"no matching set at {args.dataset}: `tribunal-lab dataset matching --items-only`")
         return 0
     covid = [i for i in read_items(args.dataset) if i.source == "covid-qa"]
     chosen = random.Random(args.seed).sample(covid, min(args.pairs, len(covid)))

@@ -4,7 +4,7 @@ Part 1 — HNSW vs exact search on >= 100k vectors: queries/s of the service's
 ``IndexHNSWFlat`` (built by :class:`DenseIndex` with the settings' M,
 efConstruction, efSearch) against exact ``IndexFlatIP``, and HNSW's
 recall@10 against the exact top 10. Vectors: the real all-MiniLM-L6-v2
-embeddings of the SciFact chunks (read from the index ``tribunal eval
+embeddings of the SciFact chunks (read from the index ``tribunal-lab eval
 retrieval`` builds; without it, of the first 1,000 abstracts), topped up to
 ``--vectors`` with perturbed copies of them (Gaussian noise, renormalised; a
 copy sits at cosine ~0.75 from its source) so the set keeps the real one's
@@ -18,7 +18,7 @@ the same collection's FAISS index searched directly with a precomputed
 query vector, and the in-process domain calls between the two, all relative
 to raw FAISS. The service embeds each query; raw FAISS does not.
 
-    .venv/bin/tribunal eval retrieval          # once: builds the full SciFact index
+    .venv/bin/tribunal-lab eval retrieval          # once: builds the full SciFact index
     .venv/bin/python bench/retrieval.py [--vectors 100000] [--queries 300]
 """
 
@@ -42,11 +42,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import grpc
 from tribunal.core import Settings, load_settings
-from tribunal.evaluation.retrieval import COLLECTION
 from tribunal.retrieval import DenseIndex, KnowledgeBase, SearchMode, SearchQuery, read_entries
 from tribunal.retrieval import load_profile_embedder as load_embedder
 from tribunal.retrieval.servicer import RetrievalServicer, _RetrievalHost
 from tribunal.v1 import retrieval_pb2, retrieval_pb2_grpc
+from tribunal_lab.evaluation.retrieval import COLLECTION
 
 Vectors = NDArray[np.float32]
 
@@ -162,12 +162,12 @@ def service_vs_faiss(kb: KnowledgeBase, texts: list[str], vectors: Vectors, roun
 
 
 def _open_kb(settings: Settings, data: Path) -> KnowledgeBase:
-    """The SciFact collection ``tribunal eval retrieval`` built, else a fresh smaller one."""
+    """The SciFact collection ``tribunal-lab eval retrieval`` built, else a fresh smaller one."""
     root = settings.data_dir / "retrieval-eval"
     if (root / COLLECTION / "entries.sqlite3").is_file():
         return KnowledgeBase(root, load_embedder(settings), settings.retrieval)
     # Embedding all of SciFact takes ~15 min on 2 cores; a bench run embeds 1,000 abstracts.
-    print(f"(no SciFact index in {root}: run `tribunal eval retrieval` for the full corpus;")
+    print(f"(no SciFact index in {root}: run `tribunal-lab eval retrieval` for the full corpus;")
     print(" embedding the first 1,000 abstracts into a scratch collection instead)")
     scratch = Path(tempfile.mkdtemp(prefix="bench-retrieval-"))
     kb = KnowledgeBase(scratch, load_embedder(settings), settings.retrieval)

@@ -101,7 +101,7 @@ def ingest_faq(settings: Settings, faq: Path, collection: str) -> int:
     kb = KnowledgeBase.from_settings(settings)
     try:
         entries, _ = deduplicate(
-            read_entries(faq, record_format="faq", max_chars=settings.retrieval.chunk_max_chars)
+            read_entries(faq, record_format="faq", max_chars=settings.retrieval.chunk_size_chars)
         )
         return kb.upsert(collection, entries, create=True).total_entries
     finally:

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 
 from . import __version__
 from .commands import audit as audit_commands
+from .commands import calibrate as calibrate_commands
 from .commands import confidence as confidence_commands
 from .commands import config as config_commands
+from .commands import credentials as credentials_commands
 from .commands import demo as demo_commands
 from .commands import ensemble as ensemble_commands
-from .commands import evaluate as eval_commands
 from .commands import kb as kb_commands
 from .commands import label as label_commands
 from .commands import models as models_commands
@@ -35,15 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for area in (models_commands, config_commands, serve_commands, eval_commands, kb_commands):
+    for area in (models_commands, config_commands, serve_commands, kb_commands):
         area.register(sub)
     confidence_commands.register(sub)
+    calibrate_commands.register(sub)
     audit_commands.register(sub)
     demo_commands.register(sub)
     ensemble_commands.register(sub)
     ops_commands.register(sub)
     label_commands.register(sub)
     review_commands.register(sub)
+    credentials_commands.register(sub)
     return parser
 
 

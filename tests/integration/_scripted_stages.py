@@ -6,20 +6,36 @@ UNAVAILABLE, then answer), ``slow:S`` (sleep S seconds first), ``malformed``
 (a probability outside [0, 1] or a wrong result count), ``error`` (INTERNAL).
 They are test doubles for fault paths the real models cannot be made to hit
 on demand; the end-to-end tests run the real services.
+
+Retrieval answers as the real service would for the KB: RRF scores of its ranks,
+each entry's stored verification (VERIFIED by the tiny profile's checker when it
+has chunks, SELF_EVIDENCED when not; ``Script.verdicts`` overrides). Confidence is
+the real confidence servicer on an identity calibrator (confidence = P(match),
+plain threshold 0.5), which the gateway under test must trust:
+``load_settings(..., confidence=script.confidence_settings)``.
 """
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
-from tribunal.core import ServerSettings
+from tribunal.confidence import (
+    CalibratorArtifact,
+    ConfidenceScorer,
+    FeatureSpace,
+    TemperatureCalibrator,
+)
+from tribunal.confidence.servicer import ConfidenceServicer
+from tribunal.core import ServerSettings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
+from tribunal.retrieval import answer_sha256, checker_version
 from tribunal.v1 import (
     common_pb2,
-    confidence_pb2,
     confidence_pb2_grpc,
     debate_pb2,
     debate_pb2_grpc,
@@ -42,6 +58,48 @@ KB = [
 ]
 
 
+CHECKER_VERSION = checker_version(load_settings("tiny"))
+"""The entailment checker version a gateway on the tiny profile expects."""
+PLAIN_THRESHOLD = 0.5
+
+
+def identity_calibrator(path: Path) -> Path:
+    """A temperature calibrator with T = 1 on P(match): confidence = P(match)."""
+    calibrator = TemperatureCalibrator(score="ensemble_p_match")
+    calibrator.space_ = FeatureSpace(("ensemble_p_match",), (0.5,), ("strong",), ())
+    calibrator.temperature_ = 1.0
+    artifact = CalibratorArtifact(
+        calibrator=calibrator,
+        thresholds=(),
+        config={"calibrator": "temperature", "fitted": "by hand: T = 1"},
+        training_data={"source": "none", "rows": 0},
+    )
+    return artifact.save(path)
+
+
+def verification(
+    entry: common_pb2.KbEntry, verdict: int | None = None
+) -> retrieval_pb2.EntryVerification:
+    """The verification the real retrieval service stores for ``entry``."""
+    if verdict is None:
+        verdict = (
+            retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
+            if entry.chunks
+            else retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED
+        )
+    verified = verdict == retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
+    return retrieval_pb2.EntryVerification(
+        verdict=verdict,  # type: ignore[arg-type]
+        reason="" if verified else "scripted",
+        entailed_chunk_ids=[c.id for c in entry.chunks] if verified else [],
+        chunk_p_entail={c.id: 0.9 for c in entry.chunks} if verified else {},
+        checker_version=CHECKER_VERSION if entry.chunks else "",
+        answer_sha256=answer_sha256(entry.answer),
+        verified_at="2026-12-01T00:00:00+00:00",
+        claims=1,
+    )
+
+
 @dataclass
 class Script:
     """What each stage does; tests mutate it between calls."""
@@ -53,8 +111,20 @@ class Script:
     relevance_band: tuple[float, float] = (0.2, 0.8)
     hits: list[common_pb2.KbEntry] = field(default_factory=lambda: list(KB))
     debate_outcome: int = debate_pb2.DEBATE_OUTCOME_AGREED
+    verdicts: dict[str, int] = field(default_factory=dict)
+    """Verification verdict by entry id (default: what the real service would store)."""
     calls: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    calibrator: Path = field(
+        default_factory=lambda: identity_calibrator(
+            Path(tempfile.mkdtemp(prefix="scripted-")) / "identity-calibrator.json"
+        )
+    )
+
+    @property
+    def confidence_settings(self) -> dict[str, object]:
+        """What the gateway under test must trust: the scripted confidence's calibrator."""
+        return {"artifact_path": str(self.calibrator), "plain_threshold": PLAIN_THRESHOLD}
 
     def enter(self, stage: str, context: grpc.ServicerContext) -> str:
         """Count the call and apply ``unavailable``/``slow``/``error``; returns the mode."""
@@ -84,13 +154,20 @@ class _Retrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
         mode = self.script.enter("retrieval", context)
         hits = [
             retrieval_pb2.SearchHit(
-                entry=entry, score=0.5 - 0.1 * i, rank=i + 1, dense_score=0.8 - 0.1 * i
+                entry=entry,
+                score=2.0 / (60 + i + 1),  # RRF (k = 60) of rank i + 1 in both lists
+                rank=i + 1,
+                dense_score=0.8 - 0.1 * i,
+                dense_rank=i + 1,
+                sparse_score=5.0 - i,
+                sparse_rank=i + 1,
+                verification=verification(entry, self.script.verdicts.get(entry.id)),
             )
             for i, entry in enumerate(self.script.hits[: request.top_k])
         ]
         if mode == "malformed" and hits:
             hits[0].rank = 0
-        return retrieval_pb2.SearchResponse(hits=hits)
+        return retrieval_pb2.SearchResponse(hits=hits, request_id=request.request_id, kb_version=7)
 
 
 class _Ensemble(ensemble_pb2_grpc.EnsembleServiceServicer):
@@ -100,6 +177,8 @@ class _Ensemble(ensemble_pb2_grpc.EnsembleServiceServicer):
     def _one(self, request: ensemble_pb2.MatchRequest, mode: str) -> ensemble_pb2.MatchResponse:
         p = 1.7 if mode == "malformed" else self.script.p_match
         return ensemble_pb2.MatchResponse(
+            item_id=request.item_id,
+            threshold=0.5,
             p_match=p,
             match=p >= 0.5,
             judges=[ensemble_pb2.JudgeVerdict(judge="strong", model="m", prompt="p", p_yes=0.8)],
@@ -112,7 +191,9 @@ class _Ensemble(ensemble_pb2_grpc.EnsembleServiceServicer):
 
     def BatchMatch(self, request, context):  # type: ignore[no-untyped-def]
         mode = self.script.enter("ensemble", context)
-        return ensemble_pb2.BatchMatchResponse(results=[self._one(r, mode) for r in request.items])
+        return ensemble_pb2.BatchMatchResponse(
+            results=[self._one(r, mode) for r in request.items], request_id=request.request_id
+        )
 
     def JudgeRelevance(self, request, context):  # type: ignore[no-untyped-def]
         mode = self.script.enter("ensemble", context)
@@ -148,29 +229,25 @@ class _Entailment(entailment_pb2_grpc.EntailmentServiceServicer):
 
 
 class _Confidence(confidence_pb2_grpc.ConfidenceServiceServicer):
-    """Confidence = the ensemble's P(match); ACCEPT at >= 0.5."""
+    """The real confidence servicer on the identity calibrator: confidence = P(match),
+    ACCEPT at >= 0.5."""
 
     def __init__(self, script: Script) -> None:
         self.script = script
+        self.servicer = ConfidenceServicer(1000)
+        self.servicer.scorer = ConfidenceScorer(
+            CalibratorArtifact.load(script.calibrator),
+            alpha=0.05,
+            plain_threshold=PLAIN_THRESHOLD,
+        )
 
     def BatchScore(self, request, context):  # type: ignore[no-untyped-def]
         mode = self.script.enter("confidence", context)
-        results = []
-        for item in request.items:
-            confidence = item.signals.ensemble_p_match
-            decision = (
-                common_pb2.DECISION_ACCEPT if confidence >= 0.5 else common_pb2.DECISION_FALLBACK
-            )
-            results.append(
-                confidence_pb2.ScoreResponse(
-                    confidence=float("nan") if mode == "malformed" else confidence,
-                    decision=decision,
-                    threshold=0.5,
-                    calibrator_version="test-cal",
-                    alpha=0.05,
-                )
-            )
-        return confidence_pb2.BatchScoreResponse(results=results)
+        response = self.servicer.BatchScore(request, context)
+        if mode == "malformed":
+            for result in response.results:
+                result.confidence = float("nan")
+        return response
 
 
 class _Debate(debate_pb2_grpc.DebateServiceServicer):

@@ -1,4 +1,5 @@
-"""``tribunal confidence`` end to end on real signals: COVID-QA pairs through MiniLM."""
+"""``tribunal confidence`` end to end on real signals: COVID-QA pairs through MiniLM
+(written by the lab's ``tribunal-lab dataset question-similarity``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 from tribunal.cli import main
 from tribunal.confidence import CalibratorArtifact, read_labelled_signals
+from tribunal_lab.cli import main as lab_main
 
 from tests.conftest import SHARED
 
@@ -17,10 +19,10 @@ SOURCE = SHARED / "data" / "covid-qa" / "question_similarity_en.jsonl"
 @pytest.fixture(scope="module")
 def signals_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("confidence") / "pairs.jsonl"
-    code = main(
+    code = lab_main(
         [
-            "confidence",
-            "build-demo-signals",
+            "dataset",
+            "question-similarity",
             "--source",
             str(SOURCE),
             "-o",

@@ -146,7 +146,7 @@ def test_bad_inputs_are_invalid_argument_naming_the_field(start: Start) -> None:
 
 
 def test_an_oversized_batch_is_resource_exhausted(start: Start) -> None:
-    host, stub, _ = start(batch_max_items=2)
+    host, stub, _ = start(max_items_per_request=2)
     assert host.wait_until_ready(30)
     request = confidence_pb2.BatchScoreRequest(
         items=[confidence_pb2.ScoreRequest(signals=_signals(ensemble_p_match=0.5))] * 3

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from tribunal.core import InvalidArgumentError, ResourceExhaustedError, Settings, model_path
+from tribunal.core import (
+    ConfigError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    Settings,
+    model_path,
+)
 from tribunal.entailment._cascade import (
     CheckStage,
     EntailmentCascade,
@@ -84,7 +90,7 @@ def test_nli_model_without_an_entailment_label_is_refused(tmp_path: Path, minilm
     folder = build_tiny_nli(
         tmp_path / "bad", minilm_dir, {0: "POSITIVE", 1: "NEGATIVE"}, [0.0, 0.0]
     )
-    with pytest.raises(InvalidArgumentError, match="no single entailment label"):
+    with pytest.raises(ConfigError, match="no single entailment label"):
         NliCrossEncoderChecker(str(folder))
 
 
@@ -103,7 +109,7 @@ def test_cascade_sends_only_uncertain_pairs_to_the_strong_checker(
         )
     )
     cascade = EntailmentCascade(
-        LexicalOverlapChecker(), strong, uncertain_band=(0.3, 0.7), chunk_chars=60
+        LexicalOverlapChecker(), strong, uncertain_band=(0.3, 0.7), chunk_size_chars=60
     )
     premise = "Masks reduce the spread of respiratory droplets. Hand washing removes the virus."
     pairs = [
@@ -137,7 +143,7 @@ def test_long_premises_take_the_max_over_chunks() -> None:
         f"Sentence number {i} talks about something else entirely." for i in range(40)
     )
     premise = filler + " Vitamin C does not cure the common cold."
-    cascade = EntailmentCascade(LexicalOverlapChecker(), chunk_chars=300)
+    cascade = EntailmentCascade(LexicalOverlapChecker(), chunk_size_chars=300)
     [verdict] = cascade.check([PairToCheck(premise, "Vitamin C cure common cold")])
     assert verdict.p_entail == 1.0
     assert verdict.supporting_chunk is not None
@@ -147,7 +153,9 @@ def test_long_premises_take_the_max_over_chunks() -> None:
 
 
 def test_bad_input_names_the_field() -> None:
-    cascade = EntailmentCascade(LexicalOverlapChecker(), max_pairs=2, max_premise_chars=50)
+    cascade = EntailmentCascade(
+        LexicalOverlapChecker(), max_pairs_per_request=2, max_premise_chars=50
+    )
     with pytest.raises(InvalidArgumentError) as empty:
         cascade.check([PairToCheck("premise", "   ")])
     assert empty.value.field == "pairs[0].hypothesis"

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from tribunal.core import load_settings
 from tribunal.entailment import PairToCheck, build_cascade
+from tribunal.entailment.servicer import EntailmentServicer
+from tribunal.retrieval import checker_version
 from tribunal.v1 import entailment_pb2
 
 PREMISE = "Masks reduce the spread of respiratory droplets. Hand washing removes the virus."
@@ -54,3 +56,17 @@ def test_concurrent_single_pairs_through_the_handle_match_in_process() -> None:
     ).result(timeout_s=60)
     assert proto.results[0].p_entail == pytest.approx(expected[0].p_entail)
     assert proto.results[0].label == entailment_pb2.ENTAILMENT_LABEL_ENTAILED
+
+    # Both adapters translate with the same functions: the same request, the same reply.
+    request = entailment_pb2.CheckRequest(
+        pairs=[entailment_pb2.EntailmentPair(premise=PREMISE, hypothesis=h) for h in HYPOTHESES]
+    )
+    servicer = EntailmentServicer(build_cascade(settings), checker_version(settings))
+    direct = servicer.Check(request, None)  # type: ignore[arg-type]
+    assert handle.Check.remote(request).result(timeout_s=60) == direct
+    quotes = entailment_pb2.CheckQuotesRequest(
+        quotes=[entailment_pb2.QuoteQuery(premise=PREMISE, quote="Hand washing removes")]
+    )
+    served = handle.CheckQuotes.remote(quotes).result(timeout_s=60)
+    assert served == servicer.CheckQuotes(quotes, None)  # type: ignore[arg-type]
+    assert served.matches[0].found

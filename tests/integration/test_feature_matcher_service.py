@@ -104,6 +104,6 @@ def test_a_missing_artifact_fails_the_load_with_what_to_do(tmp_path: Path) -> No
     host.start()
     try:
         assert not host.wait_until_ready(60)
-        assert "tribunal eval matching-features" in str(host.load_error)
+        assert "tribunal-lab eval matching-features" in str(host.load_error)
     finally:
         host.stop(0)

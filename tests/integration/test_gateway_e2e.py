@@ -3,8 +3,10 @@
 Each stage runs in its own ServiceHost (real gRPC), loaded from the tiny profile
 with the shipped feature matcher and calibrator artifacts (at a plain confidence
 threshold of 0.5: no risk-controlled one qualifies yet); the gateway dials them
-(``grpc`` discovery). A paraphrase of a KB question gets that KB answer verbatim;
-an off-topic question falls back; with the entailment service stopped, the
+(``grpc`` discovery). The FAQ is ingested under its ``self_evidenced`` policy (its
+answers are their own source), so ``Answer`` calls no entailment model. A
+paraphrase of a KB question gets that KB answer verbatim, the policy recorded;
+an off-topic question falls back; with the ensemble service stopped, the
 gateway falls back and the audit record names the stage. The paraphrase
 through ``in-process`` discovery (every stage inside the gateway's process)
 gets the same decision.
@@ -12,21 +14,20 @@ gets the same decision.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import pytest
 from tribunal.commands.demo import _ingest
-from tribunal.commands.serve import SERVICES
 from tribunal.confidence import CalibratorArtifact, default_artifact_path
 from tribunal.core import Settings, load_settings
 from tribunal.core.server import ServiceHost
 from tribunal.core.storage import Database
+from tribunal.deploy import SERVICES
 from tribunal.gateway.servicer import build_host
-from tribunal.retrieval import entry_from_record
+from tribunal.retrieval import answer_sha256, entry_from_record
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
 
 from tests.conftest import SHARED
@@ -41,7 +42,7 @@ COVID = SHARED / "data" / "covid-qa"
 FAQ_QUESTION = "How can I protect my child from COVID-19 infection?"
 PARAPHRASE = "What can I do to protect my child from COVID-19?"
 OFF_TOPIC = "Which team won the 2010 football world cup?"
-ANSWER_STAGES = ("retrieval", "ensemble", "entailment", "confidence")
+ANSWER_STAGES = ("retrieval", "ensemble", "confidence")
 
 
 def _faq_entry(question: str) -> tuple[str, str]:
@@ -93,16 +94,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     stages: dict[str, ServiceHost] = {}
     try:
         for stage in ANSWER_STAGES:
-            module, _, function = SERVICES[stage].partition(":")
-            factory: Callable[[Settings], ServiceHost] = getattr(
-                importlib.import_module(module), function
-            )
-            host = stages[stage] = factory(settings)
+            host = stages[stage] = SERVICES[stage].build_host(settings)
             host.start()
         for stage, host in stages.items():
             assert host.wait_until_ready(600), f"{stage}: {host.load_error}"
         addresses = {stage: f"127.0.0.1:{host.port}" for stage, host in stages.items()}
-        addresses["debate"] = addresses["ensemble"]  # Answer never calls the debate
+        # Answer never calls the debate, nor (the KB verified when written) entailment.
+        addresses["debate"] = addresses["entailment"] = addresses["ensemble"]
         gateway_settings = _settings(
             data_dir,
             gateway={**_GATEWAY, "discovery": "grpc", "addresses": addresses},
@@ -135,8 +133,12 @@ def test_a_paraphrase_gets_the_kb_answer_verbatim(stack: Stack) -> None:
     assert response.kb_entry_id == entry_id
     assert response.answer == answer
     assert response.confidence >= response.threshold
-    assert response.evidence, "the FAQ answer's own chunks entail it"
+    # Served under the collection's explicit policy, not as entailed by documents.
+    assert response.evidence_policy == "self_evidenced"
+    assert not response.evidence
+    assert response.answer_sha256 == answer_sha256(answer)
     record = stack.db.decision(response.audit_id)
+    assert record.detail["served"]["evidence_policy"] == "self_evidenced"
     assert record.decision == "ACCEPT"
     assert entry_id in record.signals
     assert record.versions["ensemble"]["artifact"].startswith("mf-")  # the feature matcher
@@ -177,12 +179,12 @@ def test_in_process_discovery_decides_the_same(stack: Stack, tmp_path: Path) -> 
         host.stop(0)
 
 
-def test_with_entailment_stopped_requests_fall_back(stack: Stack) -> None:
-    stack.stages["entailment"].stop(0)
+def test_with_the_ensemble_stopped_requests_fall_back(stack: Stack) -> None:
+    stack.stages["ensemble"].stop(0)
     response = _ask(stack, PARAPHRASE)
     assert response.decision == common_pb2.DECISION_FALLBACK
     assert response.fallback_reason == gateway_pb2.FALLBACK_REASON_STAGE_ERROR
-    assert response.failed_stage == "entailment"
+    assert response.failed_stage == "ensemble"
     record = stack.db.decision(response.audit_id)
-    assert record.failed_stage == "entailment"
+    assert record.failed_stage == "ensemble"
     assert "UNAVAILABLE" in record.error or "unavailable" in record.error

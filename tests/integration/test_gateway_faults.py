@@ -16,7 +16,8 @@ from tribunal.core import load_settings
 from tribunal.core.server import ServiceHost
 from tribunal.core.storage import Database
 from tribunal.gateway.servicer import build_host
-from tribunal.v1 import common_pb2, debate_pb2, gateway_pb2, gateway_pb2_grpc
+from tribunal.retrieval import answer_sha256
+from tribunal.v1 import common_pb2, debate_pb2, gateway_pb2, gateway_pb2_grpc, retrieval_pb2
 
 from tests.integration import _scripted_stages
 from tests.integration._scripted_stages import KB, Script
@@ -38,6 +39,7 @@ def _gateway(database_url: str, **gateway: object) -> Iterator[Gateway]:
         "tiny",
         server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
         database_url=database_url,
+        confidence=script.confidence_settings,
         gateway={
             "discovery": "grpc",
             "addresses": dict.fromkeys(
@@ -90,12 +92,13 @@ def test_accept_returns_the_kb_answer_verbatim_with_evidence_and_audit(gw: Gatew
     assert response.confidence == pytest.approx(0.9)
     assert response.threshold == 0.5
     assert [e.chunk_id for e in response.evidence] == ["c1"]
-    assert {s.stage for s in response.latencies} == {
-        "retrieval",
-        "ensemble",
-        "entailment",
-        "confidence",
-    }
+    assert response.evidence_policy == "verified"
+    assert response.answer_sha256 == answer_sha256(KB[0].answer)
+    assert response.kb_version == 7
+    assert response.checker_version == _scripted_stages.CHECKER_VERSION
+    # The entry's evidence was verified when it was written: no entailment call per query.
+    assert {s.stage for s in response.latencies} == {"retrieval", "ensemble", "confidence"}
+    assert "entailment" not in gw.script.calls
     record = gw.db.decision(response.audit_id)
     assert record.decision == "ACCEPT"
     assert record.kb_entry_id == "faq-1"
@@ -107,7 +110,10 @@ def test_accept_returns_the_kb_answer_verbatim_with_evidence_and_audit(gw: Gatew
     # faq-2 has no supporting chunks: its entailment signal is missing, not zero.
     assert "entailment_p_entail" not in record.signals["faq-2"]["signals"]
     assert record.versions["ensemble"]["artifact"] == "test-1"
-    assert record.versions["confidence"]["calibrator"] == "test-cal"
+    assert record.versions["confidence"]["calibrator"].startswith("temperature-")
+    assert record.versions["kb"] == {"collection": "faq", "version": 7}
+    assert record.detail["served"]["evidence_policy"] == "verified"
+    assert record.detail["served"]["answer_sha256"] == response.answer_sha256
 
 
 def test_low_confidence_falls_back_with_the_configured_text(gw: Gateway) -> None:
@@ -147,13 +153,13 @@ def test_unavailable_past_the_retries_falls_back(gw: Gateway) -> None:
 
 
 def test_internal_errors_are_not_retried(gw: Gateway) -> None:
-    gw.script.behaviour["entailment"] = "error"
+    gw.script.behaviour["ensemble"] = "error"
     response = _ask(gw)
     assert (response.fallback_reason, response.failed_stage) == (
         gateway_pb2.FALLBACK_REASON_STAGE_ERROR,
-        "entailment",
+        "ensemble",
     )
-    assert gw.script.calls["entailment"] == 1
+    assert gw.script.calls["ensemble"] == 1
 
 
 def test_a_stage_past_its_timeout_falls_back(gw: Gateway) -> None:
@@ -176,13 +182,14 @@ def test_the_client_deadline_is_split_across_stages(gw: Gateway) -> None:
     assert response.failed_stage == "ensemble"
 
 
-@pytest.mark.parametrize("stage", ["retrieval", "ensemble", "entailment", "confidence"])
+@pytest.mark.parametrize("stage", ["retrieval", "ensemble", "confidence"])
 def test_malformed_responses_fall_back(gw: Gateway, stage: str) -> None:
     gw.script.behaviour[stage] = "malformed"
     response = _ask(gw)
     assert response.decision == common_pb2.DECISION_FALLBACK
     assert response.fallback_reason == gateway_pb2.FALLBACK_REASON_MALFORMED_RESPONSE
     assert response.failed_stage == stage
+    assert gw.db.decision(response.audit_id).reason == "MALFORMED_RESPONSE"
 
 
 def test_caller_mistakes_are_errors_not_decisions(gw: Gateway) -> None:
@@ -362,17 +369,44 @@ def test_audit_command_reads_the_trail(gw: Gateway, capsys: pytest.CaptureFixtur
     assert "use a duration like 30m" in capsys.readouterr().err
 
 
-def test_an_answer_too_long_for_entailment_is_not_checked(gw: Gateway) -> None:
-    long_entry = common_pb2.KbEntry(
-        id="faq-long",
-        question="Everything about masks?",
-        answer="Masks help. " * 300,  # 3,600 characters > entailment.max_hypothesis_chars
-        chunks=[common_pb2.Chunk(id="m1", text="Masks help.")],
-    )
-    gw.script.hits = [KB[0], long_entry]
+def test_only_entries_with_a_current_verification_are_served(gw: Gateway) -> None:
+    """Unverified, failed, evidence-less, or verified by another checker version: never
+    a candidate. (A long answer is verified claim by claim when written, not skipped.)"""
+    verdicts = {
+        "unverified": retrieval_pb2.VERIFICATION_VERDICT_UNVERIFIED,
+        "failed": retrieval_pb2.VERIFICATION_VERDICT_FAILED,
+        "no_evidence": retrieval_pb2.VERIFICATION_VERDICT_NO_EVIDENCE,
+    }
+    for name, verdict in verdicts.items():
+        gw.script.verdicts = {"faq-1": verdict, "faq-2": verdict}
+        response = _ask(gw)
+        assert response.decision == common_pb2.DECISION_FALLBACK, name
+        assert response.fallback_reason == gateway_pb2.FALLBACK_REASON_UNVERIFIED, name
+        record = gw.db.decision(response.audit_id)
+        assert record.reason == "UNVERIFIED"
+        assert set(record.detail["not_served"]) == {"faq-1", "faq-2"}
+        assert "ensemble" not in gw.script.calls  # nothing servable: nothing is judged
+    # Served only while verified by the checker version the gateway is configured with.
+    gw.script.verdicts = {}
+    gw.script.hits = [
+        common_pb2.KbEntry(
+            id="faq-long",
+            question="Everything about masks?",
+            answer="Masks help. " * 300,  # longer than one entailment hypothesis
+            chunks=[common_pb2.Chunk(id="m1", text="Masks help.")],
+        )
+    ]
     response = _ask(gw)
-    assert response.decision == common_pb2.DECISION_ACCEPT
-    record = gw.db.decision(response.audit_id)
-    assert record.detail["entailment_skipped"] == ["faq-long"]
-    assert "entailment_p_entail" not in record.signals["faq-long"]["signals"]
-    assert record.signals["faq-1"]["signals"]["supporting_passages"] == 1
+    assert (response.decision, response.kb_entry_id) == (common_pb2.DECISION_ACCEPT, "faq-long")
+    stale = gw.script.hits[0]
+    gw.script.hits = [stale]
+    original = _scripted_stages.CHECKER_VERSION
+    _scripted_stages.CHECKER_VERSION = "entail-000000000000"
+    try:
+        response = _ask(gw)
+    finally:
+        _scripted_stages.CHECKER_VERSION = original
+    assert response.fallback_reason == gateway_pb2.FALLBACK_REASON_UNVERIFIED
+    assert (
+        "not the configured" in gw.db.decision(response.audit_id).detail["not_served"]["faq-long"]
+    )

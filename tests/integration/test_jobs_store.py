@@ -102,6 +102,7 @@ def test_items_are_added_once_and_results_written_once(database_url: str) -> Non
         "relevant": 1,
         "irrelevant": 1,
         "escalated": 1,
+        "failed": 0,
         "human_labelled": 0,
         "tokens": 620,
         "seconds": 4.0,

@@ -10,6 +10,7 @@ threshold and band with a real ensemble stage and a scripted debate.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,7 +117,7 @@ def served(
     path = write_tiny_artifact(tmp_path_factory.mktemp("relevance") / "relevance.json")
     # As label jobs run it: the relevance judge loaded up front, no matching panel.
     host = build_ensemble_host(
-        _settings(relevance_artifact=str(path), relevance_preload=True, serve_match=False)
+        _settings(relevance_artifact=str(path)), serve_match=False, preload_relevance=True
     )
     port = host.start()
     assert host.wait_until_ready(600), host.load_error
@@ -150,19 +151,19 @@ def test_judge_relevance_over_grpc(
         served.JudgeRelevance(ensemble_pb2.JudgeRelevanceRequest(query=QUERY, chunk=""))
     assert empty.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "chunk must be non-empty" in (empty.value.details() or "")
-    # serve_match=false: no matching panel was loaded, and Match says so.
+    # serve_match=False: no matching panel was loaded, and Match says so.
     candidate = common_pb2.KbEntry(id="a", question=QUERY, answer=RELEVANT)
     with pytest.raises(grpc.RpcError) as match:
         served.Match(ensemble_pb2.MatchRequest(query=QUERY, candidate=candidate))
     assert match.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "ensemble.serve_match is false" in (match.value.details() or "")
+    assert "serves JudgeRelevance only" in (match.value.details() or "")
 
 
-def test_without_an_artifact_match_is_served_and_judge_relevance_says_what_to_create(
-    tmp_path: Path,
+def test_without_an_artifact_match_is_served_and_the_log_says_what_to_create(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     missing = tmp_path / "nowhere" / "relevance.json"
-    host = build_ensemble_host(_settings(relevance_artifact=str(missing), relevance_preload=True))
+    host = build_ensemble_host(_settings(relevance_artifact=str(missing)), preload_relevance=True)
     port = host.start()
     try:
         assert host.wait_until_ready(600), host.load_error
@@ -172,19 +173,22 @@ def test_without_an_artifact_match_is_served_and_judge_relevance_says_what_to_cr
             match = stub.Match(ensemble_pb2.MatchRequest(query=QUERY, candidate=candidate))
             assert 0.0 <= match.p_match <= 1.0
             request = ensemble_pb2.JudgeRelevanceRequest(query=QUERY, chunk=RELEVANT)
-            with pytest.raises(grpc.RpcError) as caught:
+            # The server's problem, not the caller's: FAILED_PRECONDITION, and what to fix
+            # goes to the server log (under the error id the caller gets), not to the caller.
+            with caplog.at_level(logging.ERROR), pytest.raises(grpc.RpcError) as caught:
                 stub.JudgeRelevance(request)
             assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-            assert f"no relevance artifact at {missing}: create it" in (
-                caught.value.details() or ""
-            )
-            # A bad artifact is the server's problem, not the caller's: FAILED_PRECONDITION.
+            assert "the server is misconfigured (id " in (caught.value.details() or "")
+            assert str(missing) not in (caught.value.details() or "")
+            assert f"no relevance artifact at {missing}: create it" in caplog.text
             missing.parent.mkdir()
             missing.write_text('{"format": "tribunal.relevance/0"}')
-            with pytest.raises(grpc.RpcError) as bad:
+            caplog.clear()
+            with caplog.at_level(logging.ERROR), pytest.raises(grpc.RpcError) as bad:
                 stub.JudgeRelevance(request)
             assert bad.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-            assert "this build reads 'tribunal.relevance/1'" in (bad.value.details() or "")
+            assert "this build reads 'tribunal.relevance/1'" not in (bad.value.details() or "")
+            assert "this build reads 'tribunal.relevance/1'" in caplog.text
             # Created later, it is picked up without a restart.
             write_tiny_artifact(missing, version="rel-late")
             assert stub.JudgeRelevance(request, timeout=120).artifact_version == "rel-late"
@@ -297,9 +301,9 @@ def test_the_ray_deployment_honours_serve_match_too(tmp_path: Path) -> None:
     from tribunal.retrieval import KbEntry
 
     path = write_tiny_artifact(tmp_path / "relevance.json")
-    settings = _settings(relevance_artifact=str(path), serve_match=False)
-    replica = EnsembleDeployment.func_or_class(settings.model_dump(mode="json"))
+    settings = _settings(relevance_artifact=str(path))
+    replica = EnsembleDeployment.func_or_class(settings.model_dump(mode="json"), serve_match=False)
     assert replica._matcher is None  # no matching models were loaded
     item = MatchRequestItem(QUERY, KbEntry(id="a", question=QUERY, answer=RELEVANT))
-    with pytest.raises(FailedPreconditionError, match=r"ensemble\.serve_match is false"):
+    with pytest.raises(FailedPreconditionError, match="serves JudgeRelevance only"):
         asyncio.run(replica.match([item]))

@@ -33,7 +33,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServiceH
         "tiny",
         data_dir=str(data_dir),
         server={"port": 0, "metrics_port": None},
-        retrieval={"top_k_max": 50, "query_max_chars": 200, "batch_max_searches": 4},
+        retrieval={"max_top_k": 50, "max_query_chars": 200, "max_searches_per_request": 4},
     )
     # The host build_host makes, with the process's already-loaded MiniLM.
     servicer = RetrievalServicer(
@@ -66,11 +66,10 @@ def _search(stub: Stub, query: str, **fields: Any) -> retrieval_pb2.SearchRespon
 
 
 def test_build_host_is_registered_for_tribunal_serve(tiny_settings: Settings) -> None:
-    from tribunal.commands.serve import SERVICES
-    from tribunal.retrieval.servicer import build_host
+    from tribunal.deploy import SERVICES
 
-    assert SERVICES["retrieval"] == "tribunal.retrieval.servicer:build_host"
-    host = build_host(tiny_settings)  # not started: loading happens in start()
+    assert SERVICES["retrieval"].host_factory == "tribunal.retrieval.servicer:build_host"
+    host = SERVICES["retrieval"].build_host(tiny_settings)  # not started: loads in start()
     assert (host.name, host.ready) == ("retrieval", False)
 
 
@@ -192,13 +191,13 @@ BAD_INPUTS = {
         "between 1 and 50",
     ),
     "duplicate ids in an upsert": (
-        _upsert_request(_Q(id="a", question="A?"), _Q(id="a", question="B?")),
+        _upsert_request(_Q(id="a", question="Alpha?"), _Q(id="a", question="Beta?")),
         "INVALID_ARGUMENT",
         "entries",
         "duplicate entry id(s) in the request: ['a']",
     ),
     "empty id in an upsert": (
-        _upsert_request(_Q(id="", question="A?")),
+        _upsert_request(_Q(id="", question="Alpha?")),
         "INVALID_ARGUMENT",
         "entries[0].id",
         "needs a non-empty id",
@@ -211,7 +210,7 @@ BAD_INPUTS = {
     ),
     "no entries": (_upsert_request(), "INVALID_ARGUMENT", "entries", "at least one entry"),
     "upsert into a missing collection": (
-        _upsert_request(_Q(id="a", question="A?"), collection="nope"),
+        _upsert_request(_Q(id="a", question="Alpha?"), collection="nope"),
         "NOT_FOUND",
         None,
         "create_collection",

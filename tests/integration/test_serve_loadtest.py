@@ -25,6 +25,7 @@ def gateway(tmp_path: Path) -> Iterator[tuple[str, Script]]:
         "tiny",
         server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
         database_url=f"sqlite:///{tmp_path}/audit.db",
+        confidence=script.confidence_settings,
         gateway={
             "discovery": "grpc",
             "addresses": dict.fromkeys(

@@ -14,7 +14,7 @@ from tribunal.confidence import (
     split_rows,
 )
 from tribunal.core import InvalidArgumentError
-from tribunal.evaluation import metrics
+from tribunal.core import metrics
 
 from tests.unit._confidence_data import synthetic_data
 

@@ -100,7 +100,7 @@ def test_the_augmented_prompt_extends_the_plain_one_and_picks_the_closest_chunk(
     )
     assert best_chunk("how is the virus spread between people", entry) == entry.chunks[1].text
     assert best_chunk("anything", KbEntry(id="x", question="q", answer="a")) is None
-    fields, chunk = render_fields("q?", entry, answer_max_chars=100, chunk_max_chars=30)
+    fields, chunk = render_fields("q?", entry, truncate_answer_chars=100, truncate_chunk_chars=30)
     assert len(fields["answer"]) <= 100
     assert fields["answer"].endswith(" […]")
     assert chunk is not None

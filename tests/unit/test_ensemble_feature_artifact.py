@@ -90,7 +90,7 @@ def test_a_bad_file_names_what_to_fix(tmp_path: Path, change: dict[str, Any], me
 
 
 def test_missing_or_unreadable_files_are_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(FailedPreconditionError, match="tribunal eval matching-features"):
+    with pytest.raises(FailedPreconditionError, match="tribunal-lab eval matching-features"):
         MatchFeaturesArtifact.load(tmp_path / "absent.json")
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ConfigError, match="not readable JSON"):

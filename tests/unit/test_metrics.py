@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tribunal.evaluation.metrics import (
+from tribunal.core.metrics import (
     acc_hmr,
     auroc,
     balanced_accuracy,

@@ -18,6 +18,7 @@ import yaml
 from tribunal.cli import main
 from tribunal.core import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from tribunal.ops import (
+    FIELD_MANAGER,
     KubeRayClient,
     ScaleRequest,
     format_status,
@@ -25,7 +26,7 @@ from tribunal.ops import (
     kube_status,
     load_serve_config,
 )
-from tribunal.ops._manifests import render_chart
+from tribunal_lab.k8s_checks import render_chart
 
 kmock = pytest.importorskip("kmock")
 
@@ -121,7 +122,7 @@ async def test_status_reads_the_rayservice_and_every_application(cluster: Any) -
 @pytest.mark.asyncio
 async def test_scale_patches_only_the_named_service(cluster: Any) -> None:
     before = _stored(cluster)
-    request = ScaleRequest("entailment", min_replicas=2, max_replicas=8)
+    request = ScaleRequest("retrieval", min_replicas=2, max_replicas=8)
 
     result = await asyncio.to_thread(kube_scale, _client(cluster), NAMESPACE, NAME, request)
 
@@ -129,26 +130,29 @@ async def test_scale_patches_only_the_named_service(cluster: Any) -> None:
     assert "-      max_replicas: 4" in result.diff
     assert "+      max_replicas: 8" in result.diff
     after = _stored(cluster)
-    # The PATCH the server received: spec.serveConfigV2 alone, guarded by resourceVersion.
+    # The PATCH the server received: spec.serveConfigV2 alone, guarded by resourceVersion,
+    # a JSON merge patch by the field manager tribunal-ops.
     patches = list(cluster["patch"])
     assert len(patches) == 1
     assert set(patches[0].data) == {"spec", "metadata"}
     assert set(patches[0].data["spec"]) == {"serveConfigV2"}
     assert patches[0].data["metadata"] == {"resourceVersion": "7"}
+    assert patches[0].params.get("fieldManager") == FIELD_MANAGER == "tribunal-ops"
+    assert patches[0].headers.get("Content-Type") == "application/merge-patch+json"
     # Everything but serveConfigV2 is as it was.
     old_config = load_serve_config(before["spec"].pop("serveConfigV2"))
     new_config = load_serve_config(after["spec"].pop("serveConfigV2"))
     assert after["spec"] == before["spec"]
     assert after["status"] == before["status"]
-    # Inside it, only entailment's autoscaling range changed.
+    # Inside it, only retrieval's autoscaling range changed.
     old_apps = {a["name"]: a for a in old_config.pop("applications")}
     new_apps = {a["name"]: a for a in new_config.pop("applications")}
     assert new_config == old_config
     for app in APPS:
-        if app != "entailment":
+        if app != "retrieval":
             assert new_apps[app] == old_apps[app], app
-    old_entry = old_apps["entailment"]["deployments"][0]
-    new_entry = new_apps["entailment"]["deployments"][0]
+    old_entry = old_apps["retrieval"]["deployments"][0]
+    new_entry = new_apps["retrieval"]["deployments"][0]
     assert new_entry["autoscaling_config"] == {
         **old_entry["autoscaling_config"],
         "min_replicas": 2,
@@ -157,7 +161,7 @@ async def test_scale_patches_only_the_named_service(cluster: Any) -> None:
     assert {k: v for k, v in new_entry.items() if k != "autoscaling_config"} == {
         k: v for k, v in old_entry.items() if k != "autoscaling_config"
     }
-    assert new_apps["entailment"]["args"] == old_apps["entailment"]["args"]
+    assert new_apps["retrieval"]["args"] == old_apps["retrieval"]["args"]
 
 
 @pytest.mark.asyncio

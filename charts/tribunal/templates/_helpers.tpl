@@ -75,6 +75,83 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
+{{/* The model volume's claim: an existing one, the chart's, or none (an emptyDir). */}}
+{{- define "tribunal.modelsClaim" -}}
+{{- $persistence := .Values.models.persistence -}}
+{{- if $persistence.existingClaim -}}
+{{- $persistence.existingClaim -}}
+{{- else if $persistence.enabled -}}
+{{- printf "%s-models" (include "tribunal.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Variables taken one by one: the Hugging Face token for gated models. */}}
+{{- define "tribunal.env" -}}
+{{- with .Values.models.hubToken.existingSecret }}
+env:
+  - name: HF_TOKEN
+    valueFrom:
+      secretKeyRef:
+        name: {{ . }}
+        key: {{ $.Values.models.hubToken.key }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod template annotations: checksums of the settings the pods read at start (the
+data only: a chart version alone rolls nothing), so a change rolls them (KubeRay: a new
+cluster with upgradeStrategy NewCluster). */}}
+{{- define "tribunal.podAnnotations" -}}
+checksum/settings: {{ (include (print .Template.BasePath "/configmap.yaml") . | fromYaml).data | toJson | sha256sum }}
+checksum/secret: {{ (include (print .Template.BasePath "/secret.yaml") . | fromYaml).stringData | toJson | sha256sum }}
+{{- with .Values.podAnnotations }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* KubeRay >= 1.6.0: as stated (kuberay.version) and, against a live cluster, as
+served (RayCronJob, new in 1.6.0, beside RayService). An offline render knows no
+cluster APIs, so there only the stated version is checked. */}}
+{{- define "tribunal.requireKubeRay" -}}
+{{- if not (semverCompare ">=1.6.0-0" (toString .Values.kuberay.version)) -}}
+{{- fail (printf "kuberay.version is %s: this chart needs the KubeRay operator >= 1.6.0 (older operators drop the serve-grpc port from the serve Service, prune the worker groups' resources and lack authOptions); upgrade the operator and its CRDs, then set kuberay.version" (toString .Values.kuberay.version)) -}}
+{{- end -}}
+{{- if and (.Capabilities.APIVersions.Has "ray.io/v1/RayService") (not (.Capabilities.APIVersions.Has "ray.io/v1/RayCronJob")) -}}
+{{- fail "this cluster serves ray.io/v1 RayService but not RayCronJob: its KubeRay CRDs are older than 1.6.0, which this chart needs; upgrade the KubeRay operator and apply its CRDs (helm upgrade of the operator chart does not update CRDs)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* GPU capacity of each worker group: one replica's numGpus must fit on one pod, and
+the group's GPUs (maxReplicas x gpus) must hold every application placed on it at its
+largest (replicas, or maxReplicas, x numGpus); otherwise replicas stay pending and
+applications DEPLOYING. */}}
+{{- define "tribunal.checkCapacity" -}}
+{{- $root := . -}}
+{{- range $groupName, $group := .Values.workerGroups -}}
+{{- if $group.enabled -}}
+{{- $asked := 0.0 -}}
+{{- $parts := list -}}
+{{- range $name := list "retrieval" "entailment" "ensemble" "debate" "confidence" "gateway" -}}
+{{- $app := index $root.Values.serve.applications $name -}}
+{{- if and (eq $app.workerGroup $groupName) (gt (float64 $app.numGpus) 0.0) -}}
+{{- if gt (float64 $app.numGpus) (float64 $group.gpus) -}}
+{{- fail (printf "serve.applications.%s.numGpus (%v) exceeds workerGroups.%s.gpus (%v): one replica must fit on one pod of its worker group" $name $app.numGpus $groupName $group.gpus) -}}
+{{- end -}}
+{{- $count := $app.maxReplicas -}}
+{{- if not (kindIs "invalid" $app.replicas) -}}
+{{- $count = $app.replicas -}}
+{{- end -}}
+{{- $asked = addf $asked (mulf $count $app.numGpus) -}}
+{{- $parts = append $parts (printf "%s %v x %v" $name $count $app.numGpus) -}}
+{{- end -}}
+{{- end -}}
+{{- $capacity := mulf $group.maxReplicas $group.gpus -}}
+{{- if gt $asked $capacity -}}
+{{- fail (printf "workerGroups.%s holds %v GPUs at most (maxReplicas %v x gpus %v) but its applications can ask for %v (%s replicas x numGpus): raise workerGroups.%s.maxReplicas or gpus, or lower the applications' maxReplicas" $groupName $capacity $group.maxReplicas $group.gpus $asked (join ", " $parts) $groupName) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Settings every Ray container reads: the ConfigMap, then the Secret. */}}
 {{- define "tribunal.envFrom" -}}
 - configMapRef:
@@ -97,12 +174,13 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
     medium: Memory
     sizeLimit: {{ .shmSize }}
 - name: models
-{{- if .root.Values.modelCache.existingClaim }}
+{{- $claim := include "tribunal.modelsClaim" .root }}
+{{- if $claim }}
   persistentVolumeClaim:
-    claimName: {{ .root.Values.modelCache.existingClaim }}
+    claimName: {{ $claim }}
 {{- else }}
   emptyDir:
-    sizeLimit: {{ .root.Values.modelCache.sizeLimit }}
+    sizeLimit: {{ .root.Values.models.sizeLimit }}
 {{- end }}
 - name: data
 {{- if .root.Values.data.existingClaim }}
@@ -129,7 +207,7 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
 so the read-only image stays read-only and the cache stays writable.
 Argument: (dict "root" $ "image" "repo:tag"). */}}
 {{- define "tribunal.initContainers" -}}
-{{- if .root.Values.modelCache.seedFromImage }}
+{{- if .root.Values.models.seedFromImage }}
 initContainers:
   - name: seed-models
     image: {{ .image | quote }}
@@ -177,7 +255,8 @@ the deployment entry (Serve applies them over the code's without a restart, and
 {{- if lt (int $app.maxOngoingRequests) (int $app.maxBatchSize) -}}
 {{- fail (printf "serve.applications.%s.maxOngoingRequests (%v) must be >= maxBatchSize (%v), or batches never fill" $name $app.maxOngoingRequests $app.maxBatchSize) -}}
 {{- end -}}
-{{- if gt (int $app.minReplicas) (int $app.maxReplicas) -}}
+{{- $fixed := not (kindIs "invalid" $app.replicas) -}}
+{{- if and (not $fixed) (gt (int $app.minReplicas) (int $app.maxReplicas)) -}}
 {{- fail (printf "serve.applications.%s.minReplicas (%v) must be <= maxReplicas (%v)" $name $app.minReplicas $app.maxReplicas) -}}
 {{- end -}}
 {{- /* Replica counts stay out of args: they live in the deployment entry only. */ -}}
@@ -190,9 +269,15 @@ the deployment entry (Serve applies them over the code's without a restart, and
 {{- $settings := dict "model_dir" "/models" "data_dir" "/data" $name (dict "deployment" $deployment) -}}
 {{- $actor := dict "num_cpus" $app.numCpus "num_gpus" $app.numGpus "resources" (dict (include "tribunal.groupResource" $app.workerGroup) 0.001) -}}
 {{- $autoscaling := dict "min_replicas" $app.minReplicas "max_replicas" $app.maxReplicas "target_ongoing_requests" $app.targetOngoingRequests -}}
-{{- $entry := dict "name" $name "max_ongoing_requests" $app.maxOngoingRequests "autoscaling_config" $autoscaling "ray_actor_options" $actor -}}
+{{- $entry := dict "name" $name "max_ongoing_requests" $app.maxOngoingRequests "ray_actor_options" $actor -}}
+{{- if $fixed -}}
+{{- $_ := set $entry "num_replicas" $app.replicas -}}
+{{- else -}}
+{{- $_ := set $entry "autoscaling_config" $autoscaling -}}
+{{- end -}}
 {{- $apps = append $apps (dict "name" $name "route_prefix" (printf "/%s" $name) "import_path" (printf "tribunal.deploy.apps:%s" $name) "args" (dict "profile" $root.Values.profile "settings" $settings) "deployments" (list $entry)) -}}
 {{- end -}}
+{{- include "tribunal.checkCapacity" $root -}}
 {{- $servicers := list -}}
 {{- range $module, $service := dict "retrieval" "Retrieval" "entailment" "Entailment" "ensemble" "Ensemble" "debate" "Debate" "confidence" "Confidence" "gateway" "Gateway" -}}
 {{- $servicers = append $servicers (printf "tribunal.v1.%s_pb2_grpc.add_%sServiceServicer_to_server" $module $service) -}}

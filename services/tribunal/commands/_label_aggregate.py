@@ -1,13 +1,10 @@
 """``tribunal label aggregate``: human votes → labels (majority, MACE, Dawid–Skene).
 
-Two inputs:
-
-- ``--votes FILE``: JSONL rows ``{"task", "worker", "label"}`` (what the review UI
-  exports). Writes per-task labels, per-worker competence and agreement under ``--out``;
-  ``--job NAME`` also merges the labels into that labelling job (a task matches a job
-  item by item id or by the item's escalation id; labels relevant/irrelevant or 1/0).
-- ``--crowdrag FILE``: the CrowdRAG-25 reproduction: per dimension, our MACE labels
-  against the authors' gold and Krippendorff's α against the paper's Table 4.
+``--votes FILE``: JSONL rows ``{"task", "worker", "label"}`` (what the review UI
+exports). Writes per-task labels, per-worker competence and agreement under ``--out``;
+``--job NAME`` also merges the labels into that labelling job (a task matches a job
+item by item id or by the item's escalation id; labels relevant/irrelevant or 1/0).
+Needs the ``analysis`` extra (crowd-kit, pandas, krippendorff, statsmodels).
 """
 
 from __future__ import annotations
@@ -19,8 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core import InvalidArgumentError, load_settings
+from ._extras import require_extra
 
 __all__ = ["add_arguments", "run"]
+
+_ANALYSIS_MODULES = ("pandas", "crowdkit", "krippendorff", "statsmodels")
+"""What vote aggregation imports beyond the runtime (the ``analysis`` extra)."""
 
 _OUT = Path(".build/label-aggregate")
 _BINARY = {"relevant": 1, "irrelevant": 0, "1": 1, "0": 0, "yes": 1, "no": 0}
@@ -31,25 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Aggregate human votes into labels by majority vote, MACE or Dawid–Skene, with "
         "Fleiss' κ, Krippendorff's α and per-worker competence. No task or vote is dropped."
     )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--votes", type=Path, help="JSONL of {task, worker, label} rows (the review export)"
-    )
-    source.add_argument(
-        "--crowdrag",
+    parser.add_argument(
+        "--votes",
         type=Path,
-        help="CrowdRAG-25 ratings.jsonl.gz: reproduce the authors' MACE gold labels",
+        required=True,
+        help="JSONL of {task, worker, label} rows (the review export)",
     )
     parser.add_argument(
         "--method", choices=("majority", "mace", "ds"), default="mace", help="default mace"
     )
     parser.add_argument("--seed", type=int, default=0, help="MACE restart r uses seed + r")
-    parser.add_argument(
-        "--restarts", type=int, default=20, help="MACE restarts (the CrowdRAG authors': 20)"
-    )
-    parser.add_argument(
-        "--iterations", type=int, default=100, help="MACE/DS iterations (the authors': 100)"
-    )
+    parser.add_argument("--restarts", type=int, default=20, help="MACE restarts")
+    parser.add_argument("--iterations", type=int, default=100, help="MACE/DS iterations")
     parser.add_argument(
         "--labels",
         default=None,
@@ -59,18 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ordinal", action="store_true", help="--labels is a graded scale: report ordinal α"
     )
-    parser.add_argument(
-        "--dimensions",
-        default=None,
-        help="--crowdrag: comma-separated dimensions (default all seven)",
-    )
-    parser.add_argument(
-        "--replicates",
-        type=int,
-        default=5,
-        help="--crowdrag: re-runs of the authors' own MACE with other random starts "
-        "(context for the gaps; 0: none)",
-    )
     parser.add_argument("--job", default=None, help="merge the final labels into this job")
     parser.add_argument("--database-url", default=None, help="job store (default: the profile's)")
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
@@ -79,18 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.restarts < 1 or args.iterations < 1 or args.replicates < 0:
-        raise InvalidArgumentError(
-            "--restarts and --iterations must be at least 1, --replicates at least 0"
-        )
-    if args.crowdrag is not None:
-        if args.job:
-            raise InvalidArgumentError("--job merges --votes labels; drop it with --crowdrag")
-        return _crowdrag(args)
-    return _votes(args)
-
-
-def _votes(args: argparse.Namespace) -> int:
+    if args.restarts < 1 or args.iterations < 1:
+        raise InvalidArgumentError("--restarts and --iterations must be at least 1")
+    require_extra("analysis", _ANALYSIS_MODULES, what="tribunal label aggregate")
     from ..jobs._aggregate import aggregate, read_votes
 
     votes = read_votes(args.votes)
@@ -179,49 +152,3 @@ def _merge(args: argparse.Namespace, labels: Any, method: str) -> dict[str, int]
             file=sys.stderr,
         )
     return {"merged": len(merged), "unmatched": unmatched}
-
-
-def _crowdrag(args: argparse.Namespace) -> int:
-    from ..jobs._crowdrag import (
-        CROWDRAG_DIMENSIONS,
-        read_crowdrag,
-        report_json,
-        reproduce_crowdrag,
-        reproduction_markdown,
-    )
-
-    ratings = read_crowdrag(args.crowdrag)
-    dimensions = (
-        [d.strip() for d in args.dimensions.split(",") if d.strip()]
-        if args.dimensions
-        else list(CROWDRAG_DIMENSIONS)
-    )
-    reports, results = reproduce_crowdrag(
-        ratings,
-        dimensions=dimensions,
-        seed=args.seed,
-        n_restarts=args.restarts,
-        n_iter=args.iterations,
-        replicates=args.replicates,
-        progress=not args.no_progress,
-    )
-    args.out.mkdir(parents=True, exist_ok=True)
-    document = {
-        "source": str(args.crowdrag),
-        "n_tasks": ratings.n_tasks,
-        "n_workers": ratings.n_workers,
-        "seed": args.seed,
-        "n_restarts": args.restarts,
-        "n_iter": args.iterations,
-        "replicates": args.replicates,
-        "dimensions": report_json(reports),
-    }
-    (args.out / "crowdrag.json").write_text(json.dumps(document, indent=1) + "\n")
-    with (args.out / "crowdrag_labels.jsonl").open("w") as handle:
-        for dimension, result in results.items():
-            for record in result.task_records():
-                handle.write(json.dumps({"dimension": dimension, **record}) + "\n")
-    table = reproduction_markdown(reports)
-    (args.out / "crowdrag.md").write_text(table)
-    print(table)
-    return 0

@@ -57,6 +57,7 @@ def write_config(args: argparse.Namespace) -> int:
         http_port=args.http_port,
         overrides=overrides,
         apps=apps,
+        expose_stages=not args.gateway_only,
     )
     validate_serve_config(config)
     text = (
@@ -74,6 +75,24 @@ def write_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_proxy_exposure(config: dict[str, Any], args: argparse.Namespace) -> None:
+    """A proxy reachable from other machines needs every routed application to check
+    credentials (or ``--insecure``)."""
+    from ..core.server import CredentialStore, check_exposure
+    from ..deploy.apps import settings_from_args
+
+    for app in config.get("applications", []):
+        if app.get("route_prefix") is None:
+            continue  # no route: reached only through handles
+        settings = settings_from_args(app.get("args"))
+        check_exposure(
+            args.grpc_host,
+            has_credentials=CredentialStore.from_settings(settings.server) is not None,
+            insecure=args.insecure,
+            what=f"Serve's gRPC proxy (application {app.get('name')!r})",
+        )
+
+
 def deploy_command(args: argparse.Namespace) -> int:
     from ray import serve
 
@@ -87,10 +106,16 @@ def deploy_command(args: argparse.Namespace) -> int:
         )
     config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     validate_serve_config(config)
+    _check_proxy_exposure(config, args)
     temp_dir = Path(args.temp_dir or os.environ.get("RAY_TMPDIR") or ".build/ray")
     env = {k: v for k, v in os.environ.items() if k.startswith("TRIBUNAL_")}
     started = start_local(
-        config, temp_dir=temp_dir, num_cpus=args.num_cpus, auth=args.ray_auth, env_vars=env
+        config,
+        temp_dir=temp_dir,
+        num_cpus=args.num_cpus,
+        auth=args.ray_auth,
+        env_vars=env,
+        grpc_host=args.grpc_host,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -101,7 +126,7 @@ def deploy_command(args: argparse.Namespace) -> int:
         wait_running(apps, timeout_s=args.timeout)
         memory = ray_memory()
         summary = {
-            "grpc": f"127.0.0.1:{started.grpc_port}",
+            "grpc": f"{started.grpc_host}:{started.grpc_port}",
             "applications": apps,
             "ray_auth": started.auth,
             "temp_dir": str(started.temp_dir),

@@ -1,5 +1,8 @@
 """``tribunal audit list|show|stats|escalations``: read the gateway's decisions.
 
+``stats`` also compares the live acceptance rate of the calibrated collection with
+the coverage its calibrator was certified at: a drift signal.
+
 Reads ``database_url`` (SQLite in ``data_dir`` by default; ``TRIBUNAL_DATABASE_URL``
 for PostgreSQL). Read-only: the audit table refuses updates and deletes.
 """
@@ -10,6 +13,7 @@ import argparse
 import datetime as dt
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from ..core import InvalidArgumentError, load_settings
@@ -56,8 +60,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     show.add_argument("audit_id")
     show.set_defaults(func=_show)
 
-    stats = actions.add_parser("stats", help="decision counts by kind, decision and reason")
+    stats = actions.add_parser(
+        "stats",
+        help="decision counts by kind, decision and reason; live acceptance rate against the "
+        "coverage the calibrator was certified at (drift)",
+    )
     stats.add_argument("--since", default=None, help="30m, 2h, 7d or ISO time")
+    stats.add_argument(
+        "--artifact",
+        type=Path,
+        default=None,
+        help="calibrator artifact to compare with (default: the one the services load)",
+    )
+    stats.add_argument(
+        "--alpha", type=float, default=None, help="its threshold to compare (confidence.alpha)"
+    )
     stats.set_defaults(func=_stats)
 
     queue = actions.add_parser("escalations", help="items waiting for human review")
@@ -108,7 +125,9 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    counts = _database(args).decision_counts(since=parse_since(args.since) if args.since else None)
+    database = _database(args)
+    since = parse_since(args.since) if args.since else None
+    counts = database.decision_counts(since=since)
     summary: dict[str, Any] = {}
     for kind, by_decision in sorted(counts.items()):
         total = sum(by_decision.values())
@@ -117,8 +136,66 @@ def _stats(args: argparse.Namespace) -> int:
             "counts": dict(sorted(by_decision.items())),
             "shares": {k: round(v / total, 4) for k, v in sorted(by_decision.items())},
         }
+    drift = _acceptance_drift(args, database, since)
+    if drift is not None:
+        summary["acceptance_vs_certified"] = drift
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def _acceptance_drift(
+    args: argparse.Namespace, database: Database, since: dt.datetime | None
+) -> dict[str, Any] | None:
+    """Live acceptance rate of the calibrated collection against the certified coverage.
+
+    The certified coverage is the share of calibration queries the threshold accepted;
+    if live traffic is like the calibration traffic (what the guarantee assumes), the live
+    acceptance rate stays near it. A two-sided exact binomial test says how surprising the
+    live count is; a small p-value is a drift signal: recalibrate on recent traffic.
+    """
+    from scipy import stats
+
+    from ..confidence import CalibratorArtifact, default_artifact_path
+
+    settings = load_settings(args.profile)
+    path = args.artifact or default_artifact_path(settings)
+    artifact = CalibratorArtifact.load(path)
+    alpha = args.alpha if args.alpha is not None else settings.confidence.alpha
+    threshold = artifact.threshold_for(alpha)
+    binding = artifact.binding
+    collection = binding.collection if binding is not None else None
+    by_decision = database.decision_counts(since=since, collection=collection).get("answer", {})
+    total = sum(by_decision.values())
+    accepted = sum(v for k, v in by_decision.items() if k.split("/")[0] == "ACCEPT")
+    out: dict[str, Any] = {
+        "calibrator": artifact.version,
+        "collection": collection,
+        "alpha": alpha,
+        "certified": threshold.certified,
+        "certified_coverage": round(threshold.coverage, 4),
+        "certified_on": threshold.n,
+        "method": threshold.method,
+        "answers": total,
+        "accepted": accepted,
+    }
+    if not total:
+        out["note"] = "no answer decisions in this window"
+        return out
+    live = accepted / total
+    interval = stats.binomtest(accepted, total).proportion_ci(0.95, method="exact")
+    out["acceptance_rate"] = round(live, 4)
+    out["acceptance_rate_ci95"] = [round(interval.low, 4), round(interval.high, 4)]
+    if threshold.certified and 0.0 < threshold.coverage < 1.0:
+        p_value = stats.binomtest(accepted, total, threshold.coverage).pvalue
+        out["p_value"] = round(float(p_value), 6)
+        out["drift"] = bool(p_value < 0.01)
+        out["note"] = (
+            "live acceptance differs from the certified coverage (p < 0.01): traffic may "
+            "no longer be like the calibration traffic; recalibrate with `tribunal calibrate`"
+            if out["drift"]
+            else "live acceptance is consistent with the certified coverage"
+        )
+    return out
 
 
 def _escalations(args: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
-"""``tribunal confidence fit|evaluate|report|build-demo-signals``: calibrators and their guarantee.
+"""``tribunal confidence fit|evaluate|report``: calibrators and their guarantee.
 
 Data: JSONL of ``{"signals": {...proto Signals field names...}, "label": 0|1}``
 (label 1 = the candidate is a correct answer). Defaults come from the
-``confidence`` settings (``TRIBUNAL_CONFIDENCE__*``).
+``confidence`` settings (``TRIBUNAL_CONFIDENCE__*``). The reliability diagrams of
+``evaluate`` and ``report`` need the ``analysis`` extra (matplotlib).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import InvalidArgumentError, Settings, load_settings
+from ._extras import require_extra
 
 __all__ = ["register"]
 
@@ -70,16 +72,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _add_fit_options(report)
     _add_report_options(report)
     report.set_defaults(func=_report)
-
-    demo = actions.add_parser(
-        "build-demo-signals",
-        help="labelled signals from COVID-QA question pairs (embedder cosine + token-set ratio)",
-    )
-    demo.add_argument("--source", type=Path, default=None, help="question_similarity_en.jsonl")
-    demo.add_argument("-o", "--output", type=Path, required=True, help="JSONL to write")
-    demo.add_argument("--limit-per-label", type=int, default=None, help="first N pairs per label")
-    demo.add_argument("--profile", default=None, help="profile name or YAML path (embedder)")
-    demo.set_defaults(func=_build_demo)
 
 
 def _add_fit_options(parser: argparse.ArgumentParser) -> None:
@@ -164,8 +156,16 @@ def _write_report(report: dict[str, Any], out: Path) -> None:
     print(f"wrote {out / 'confidence-report.json'}, {out / 'confidence-report.md'} and PNGs")
 
 
+def _require_plots() -> None:
+    require_extra(
+        "analysis", ("matplotlib",), what="the reliability diagrams of tribunal confidence"
+    )
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from ..confidence import CalibratorArtifact, evaluate_artifacts, read_labelled_signals
+
+    _require_plots()
 
     artifacts = [CalibratorArtifact.load(path) for path in args.artifact]
     data = read_labelled_signals(args.data)
@@ -178,6 +178,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from ..confidence import evaluate_artifacts, fit_artifact, read_labelled_signals
+
+    _require_plots()
 
     settings = load_settings(args.profile)
     data = read_labelled_signals(args.data)
@@ -206,20 +208,4 @@ def _report(args: argparse.Namespace) -> int:
     )
     report["skipped"] = skipped
     _write_report(report, args.out)
-    return 0
-
-
-def _build_demo(args: argparse.Namespace) -> int:
-    from ..evaluation.question_similarity_signals import (
-        DEFAULT_SOURCE,
-        build_question_similarity_signals,
-    )
-
-    summary = build_question_similarity_signals(
-        load_settings(args.profile),
-        args.source or DEFAULT_SOURCE,
-        args.output,
-        limit_per_label=args.limit_per_label,
-    )
-    print(json.dumps(summary, indent=2))
     return 0

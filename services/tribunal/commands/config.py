@@ -1,4 +1,5 @@
-"""``tribunal config``: show the effective settings and the shipped profiles."""
+"""``tribunal config``: show the effective settings, the shipped profiles, and the
+settings reference (``tribunal config docs > docs/settings.md``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import yaml
 
 from ..core import available_profiles, load_settings
+from ..core.settings import settings_reference
 
 __all__ = ["register"]
 
@@ -22,6 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     show.set_defaults(func=_show)
     profiles = actions.add_parser("profiles", help="list the shipped profiles")
     profiles.set_defaults(func=_profiles)
+    docs = actions.add_parser(
+        "docs",
+        help="print the reference of every setting as Markdown (docs/settings.md)",
+    )
+    docs.set_defaults(func=_docs)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -34,4 +41,9 @@ def _profiles(_args: argparse.Namespace) -> int:
     for name in available_profiles():
         settings = load_settings(name)
         print(f"{name:10} {settings.description}")
+    return 0
+
+
+def _docs(_args: argparse.Namespace) -> int:
+    print(settings_reference(), end="")
     return 0

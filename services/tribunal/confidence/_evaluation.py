@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..core import InvalidArgumentError
-from ..evaluation import metrics
+from ..core import InvalidArgumentError, metrics
 from ._data import LabelledSignals, split_rows
 from ._features import signal_values
 from ._threshold import acceptance_outcome

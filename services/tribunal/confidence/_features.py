@@ -2,7 +2,9 @@
 
 A :class:`FeatureSpace` is fitted on training signals: it keeps the columns that
 were present at least once, the judge and extra names it saw, and each column's
-training mean. :meth:`FeatureSpace.raw` gives NaN where a signal is missing;
+training mean and range. :meth:`FeatureSpace.raw` gives NaN where a signal is missing
+and clamps a present value into the range its column had in training (recorded since
+ranges were added; a calibrator never extrapolates beyond what it was fitted on);
 :meth:`FeatureSpace.transform` imputes the mean and appends one missing-indicator
 per column, so a missing entailment check and a check that returned 0 land on
 different vectors.
@@ -72,6 +74,11 @@ class FeatureSpace:
     """Judge names seen in training; any other judge name is refused."""
     extras: tuple[str, ...]
     """Extra signal names seen in training; any other name is refused."""
+    lows: tuple[float, ...] | None = None
+    """Smallest training value of each column; inputs below it are raised to it."""
+    highs: tuple[float, ...] | None = None
+    """Largest training value of each column; inputs above it are lowered to it. (None
+    in artifacts fitted before ranges were recorded: nothing is clamped here.)"""
 
     @classmethod
     def fit(cls, signals: Sequence[Signals]) -> FeatureSpace:
@@ -82,13 +89,22 @@ class FeatureSpace:
         judges = sorted({k for s in signals for k in s.judge_p_yes})
         extras = sorted({k for s in signals for k in s.extra})
         candidates = [*_FIXED_COLUMNS, *(_JUDGE + j for j in judges), *(_EXTRA + e for e in extras)]
-        columns, means = [], []
+        columns, means, lows, highs = [], [], [], []
         for column in candidates:
             present = [row[column] for row in rows if column in row]
             if present:
                 columns.append(column)
                 means.append(float(np.mean(present)))
-        return cls(tuple(columns), tuple(means), tuple(judges), tuple(extras))
+                lows.append(float(np.min(present)))
+                highs.append(float(np.max(present)))
+        return cls(
+            tuple(columns),
+            tuple(means),
+            tuple(judges),
+            tuple(extras),
+            tuple(lows),
+            tuple(highs),
+        )
 
     @property
     def feature_names(self) -> tuple[str, ...]:
@@ -129,6 +145,9 @@ class FeatureSpace:
             for column, value in signal_values(item).items():
                 if column in index:
                     matrix[row, index[column]] = value
+        if self.lows is not None and self.highs is not None:
+            # NaN (missing) stays NaN through np.clip.
+            matrix = np.clip(matrix, np.asarray(self.lows), np.asarray(self.highs))
         return matrix
 
     def transform(self, signals: Sequence[Signals]) -> NDArray[np.float64]:
@@ -154,18 +173,24 @@ class FeatureSpace:
             ) from None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "columns": list(self.columns),
             "means": list(self.means),
             "judges": list(self.judges),
             "extras": list(self.extras),
         }
+        if self.lows is not None and self.highs is not None:
+            data["lows"], data["highs"] = list(self.lows), list(self.highs)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FeatureSpace:
+        ranges = "lows" in data and "highs" in data
         return cls(
             tuple(data["columns"]),
             tuple(float(m) for m in data["means"]),
             tuple(data["judges"]),
             tuple(data["extras"]),
+            tuple(float(v) for v in data["lows"]) if ranges else None,
+            tuple(float(v) for v in data["highs"]) if ranges else None,
         )

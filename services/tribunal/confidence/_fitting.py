@@ -8,10 +8,11 @@ from typing import Any
 
 from ..core import InvalidArgumentError
 from ._artifact import CalibratorArtifact
-from ._calibrators import CALIBRATORS, CalibratorKind, make_calibrator
+from ._calibrators import CalibratorKind
 from ._data import LabelledSignals, split_rows
 from ._evaluation import calibration_metrics
-from ._threshold import select_risk_threshold
+from ._kinds import CALIBRATORS, make_calibrator
+from ._risk_control import RISK_METHODS, select_threshold
 
 __all__ = ["FitConfig", "fit_artifact"]
 
@@ -21,7 +22,7 @@ class FitConfig:
     """How to fit: the calibrator, its score, the α's to select thresholds for, the split."""
 
     calibrator: CalibratorKind = "platt"
-    """``platt``, ``isotonic`` or ``temperature``."""
+    """``platt``, ``isotonic``, ``temperature`` or ``monotone``."""
     score: str | None = None
     """Feature column the single-score calibrators read; for ``platt`` only the raw
     score reports compare against."""
@@ -35,8 +36,16 @@ class FitConfig:
     """Share of the calibration rows used to select thresholds (the rest fit the calibrator)."""
     seed: int = 0
     """Seed of the stratified split."""
+    method: str = "clopper-pearson"
+    """Risk-control method selecting the thresholds (``RISK_METHODS``)."""
 
     def __post_init__(self) -> None:
+        if self.method not in RISK_METHODS:
+            raise InvalidArgumentError(
+                f"unknown risk-control method {self.method!r}; "
+                f"choose one of {', '.join(RISK_METHODS)}",
+                field="method",
+            )
         if self.calibrator not in CALIBRATORS:
             raise InvalidArgumentError(
                 f"unknown calibrator {self.calibrator!r}; choose one of {', '.join(CALIBRATORS)}",
@@ -70,7 +79,7 @@ def fit_artifact(
 
     The risk part is never seen by the calibrator: a threshold chosen on confidences
     the calibrator was fitted to would be chosen on optimistic numbers, and the
-    Clopper–Pearson guarantee would not hold. The held-out part is left for
+    risk-control guarantee would not hold. The held-out part is left for
     :func:`~tribunal.confidence.evaluate_artifacts`.
     """
     split = split_rows(
@@ -84,7 +93,9 @@ def fit_artifact(
     calibrator.fit(fit_rows.signals, fit_rows.labels)
     confidence = calibrator.predict(risk_rows.signals)
     thresholds = tuple(
-        select_risk_threshold(confidence, risk_rows.labels, alpha=alpha, delta=config.delta)
+        select_threshold(
+            confidence, risk_rows.labels, alpha=alpha, delta=config.delta, method=config.method
+        )
         for alpha in config.alphas
     )
     training_data = {

@@ -1,7 +1,21 @@
-"""The scorer the service runs: signals → calibrated confidence → decision."""
+"""The scorer the service runs: signals → calibrated confidence → decision.
+
+A threshold is in one of three states (:class:`ThresholdStatus`): *certified*
+for the requested α by the artifact's risk control, *plain* (a configured fixed
+threshold, no guarantee), or *not certified* — the artifact holds no threshold
+that qualified for α, so nothing is accepted; the result still carries the
+calibrated confidence, and the gateway reports the fallback as
+``NO_CERTIFIED_THRESHOLD`` with the signals audited.
+
+An artifact from ``tribunal calibrate`` is bound to a KB collection version, a
+matcher and an embedder: the scorer refuses to load it under another retrieval
+embedder, and refuses a request whose KB or matcher version (as the gateway
+reports them) differs — FAILED_PRECONDITION, naming the command that recalibrates.
+"""
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 from collections.abc import Sequence
@@ -12,13 +26,42 @@ from typing import TYPE_CHECKING
 from ..core import ConfigError, InvalidArgumentError, TribunalError
 from ..core._artifacts import resolve_artifact
 from ._artifact import CalibratorArtifact
+from ._binding import embedder_version
 from ._signals import Signals
 from ._threshold import Decision, decide
 
 if TYPE_CHECKING:
     from ..core import Settings
 
-__all__ = ["ConfidenceScorer", "ScoreResult", "default_artifact_path"]
+__all__ = [
+    "ConfidenceScorer",
+    "RequestVersions",
+    "ScoreResult",
+    "ThresholdStatus",
+    "default_artifact_path",
+]
+
+
+class ThresholdStatus(enum.StrEnum):
+    """Where the threshold of a result comes from."""
+
+    CERTIFIED = "certified"
+    """Risk-controlled for the result's α (hallucination rate ≤ α w.p. ≥ 1 − δ)."""
+    PLAIN = "plain"
+    """A configured fixed threshold: no guarantee."""
+    NOT_CERTIFIED = "not_certified"
+    """No threshold qualified for α: nothing is accepted (threshold +inf)."""
+
+
+@dataclass(frozen=True)
+class RequestVersions:
+    """The KB and matcher a request's candidates came from, and how many candidates the
+    gateway scores per query (empty / 0: not reported)."""
+
+    collection_version: str = ""
+    matcher: str = ""
+    candidates: int = 0
+
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +91,8 @@ class ScoreResult:
     calibrator_version: str
     alpha: float
     """Hallucination rate the threshold guarantees at 1 − δ; 0 under plain thresholding."""
+    status: ThresholdStatus = ThresholdStatus.CERTIFIED
+    """Certified, plain, or not certified (see :class:`ThresholdStatus`)."""
 
 
 class ConfidenceScorer:
@@ -64,6 +109,8 @@ class ConfidenceScorer:
 
     Raises:
         ConfigError: the artifact has no threshold for ``alpha``.
+        FailedPreconditionError: the artifact is bound to another retrieval embedder
+            than ``embedder`` (when given).
     """
 
     def __init__(
@@ -73,7 +120,12 @@ class ConfidenceScorer:
         alpha: float,
         escalate_band: float = 0.0,
         plain_threshold: float | None = None,
+        embedder: str | None = None,
     ) -> None:
+        # A plain threshold promises nothing, so it is not refused where the certified one
+        # would be (another embedder, KB or matcher): the binding guards the guarantee.
+        if artifact.binding is not None and embedder is not None and plain_threshold is None:
+            artifact.binding.check_serving(embedder=embedder, artifact_version=artifact.version)
         self.artifact = artifact
         self.version = artifact.version
         self.escalate_band = escalate_band
@@ -87,7 +139,8 @@ class ConfidenceScorer:
             if default.threshold is None:
                 # Legitimate (fail closed), but an operator should know before traffic arrives.
                 log.warning(
-                    "no threshold qualified for the default alpha: nothing will be accepted",
+                    "no threshold is certified for the default alpha: nothing will be "
+                    "accepted (answers fall back as NO_CERTIFIED_THRESHOLD)",
                     extra={"alpha": alpha, "calibrator_version": self.version},
                 )
 
@@ -100,9 +153,12 @@ class ConfidenceScorer:
             alpha=config.alpha,
             escalate_band=config.escalate_band,
             plain_threshold=config.plain_threshold,
+            embedder=embedder_version(settings) if settings.roles is not None else None,
         )
 
-    def _threshold(self, alpha: float | None, where: str) -> tuple[float | None, float]:
+    def _threshold(
+        self, alpha: float | None, where: str
+    ) -> tuple[float | None, float, ThresholdStatus]:
         if self.plain_threshold is not None:
             if alpha is not None:
                 raise InvalidArgumentError(
@@ -110,40 +166,79 @@ class ConfidenceScorer:
                     "do not set alpha",
                     field=where,
                 )
-            return self.plain_threshold, 0.0
+            return self.plain_threshold, 0.0, ThresholdStatus.PLAIN
         if alpha is None:
             alpha = self.alpha
         elif not (math.isfinite(alpha) and 0.0 < alpha < 1.0):
             raise InvalidArgumentError(f"alpha must be in (0, 1), got {alpha}", field=where)
         try:
-            return self.artifact.threshold_for(alpha).threshold, alpha
+            threshold = self.artifact.threshold_for(alpha).threshold
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(exc.message, field=where) from None
+        status = ThresholdStatus.NOT_CERTIFIED if threshold is None else ThresholdStatus.CERTIFIED
+        return threshold, alpha, status
 
-    def score(self, signals: Signals, alpha: float | None = None) -> ScoreResult:
+    def check_versions(self, versions: RequestVersions, where: str = "") -> None:
+        """Refuse a request whose KB or matcher is not the one the artifact is bound to.
+
+        Raises:
+            FailedPreconditionError: a reported version differs (the message names
+                ``tribunal calibrate``); unbound artifacts, and a plain threshold (no
+                guarantee to guard), accept any.
+        """
+        binding = self.artifact.binding
+        if binding is not None and self.plain_threshold is None:
+            binding.check_request(
+                collection_version=versions.collection_version,
+                matcher=versions.matcher,
+                candidates=versions.candidates,
+                artifact_version=self.version,
+                where=where,
+            )
+
+    def score(
+        self,
+        signals: Signals,
+        alpha: float | None = None,
+        versions: RequestVersions | None = None,
+    ) -> ScoreResult:
         """Score one candidate; ``alpha`` overrides the default (it must have a threshold).
 
         Raises:
             InvalidArgumentError: an unknown judge/extra name, a missing score the
                 calibrator needs, or an alpha without a threshold; ``field`` names it.
+            FailedPreconditionError: ``versions`` differ from the artifact's binding.
         """
-        return self._score([signals], [alpha], single=True)[0]
+        return self._score([signals], [alpha], [versions], single=True)[0]
 
     def score_many(
-        self, signals: Sequence[Signals], alphas: Sequence[float | None] | None = None
+        self,
+        signals: Sequence[Signals],
+        alphas: Sequence[float | None] | None = None,
+        versions: Sequence[RequestVersions | None] | None = None,
     ) -> list[ScoreResult]:
         """Score many at once (one vectorised prediction); error fields start ``items[i].``."""
         alphas = list(alphas) if alphas is not None else [None] * len(signals)
         if len(alphas) != len(signals):
             raise InvalidArgumentError("one alpha (or None) per item", field="alpha")
-        return self._score(signals, alphas, single=False)
+        reported = list(versions) if versions is not None else [None] * len(signals)
+        if len(reported) != len(signals):
+            raise InvalidArgumentError("one version report (or None) per item", field="items")
+        return self._score(signals, alphas, reported, single=False)
 
     def _score(
-        self, signals: Sequence[Signals], alphas: Sequence[float | None], *, single: bool
+        self,
+        signals: Sequence[Signals],
+        alphas: Sequence[float | None],
+        versions: Sequence[RequestVersions | None],
+        *,
+        single: bool,
     ) -> list[ScoreResult]:
         thresholds = []
-        for i, (item, alpha) in enumerate(zip(signals, alphas, strict=True)):
+        for i, (item, alpha, reported) in enumerate(zip(signals, alphas, versions, strict=True)):
             prefix = "" if single else f"items[{i}]."
+            if reported is not None:
+                self.check_versions(reported, prefix)
             thresholds.append(self._threshold(alpha, f"{prefix}alpha"))
             try:
                 self.artifact.calibrator.check(item)
@@ -157,6 +252,7 @@ class ConfidenceScorer:
                 threshold=math.inf if threshold is None else threshold,
                 calibrator_version=self.version,
                 alpha=alpha,
+                status=status,
             )
-            for confidence, (threshold, alpha) in zip(confidences, thresholds, strict=True)
+            for confidence, (threshold, alpha, status) in zip(confidences, thresholds, strict=True)
         ]

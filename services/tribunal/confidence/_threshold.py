@@ -19,6 +19,7 @@ from scipy import stats
 from ..core import InvalidArgumentError
 
 __all__ = [
+    "AcceptanceCurve",
     "AcceptanceOutcome",
     "Decision",
     "RiskThreshold",
@@ -26,7 +27,6 @@ __all__ = [
     "clopper_pearson_upper",
     "decide",
     "min_accepted_for",
-    "select_risk_threshold",
 ]
 
 
@@ -62,6 +62,51 @@ def _inputs(
     if not np.isfinite(conf).all():
         raise InvalidArgumentError("confidences must be finite", field="confidence")
     return conf, ok.astype(bool)
+
+
+@dataclass(frozen=True)
+class AcceptanceCurve:
+    """What accepting at each distinct calibration confidence would do, highest first.
+
+    Accepting at λ takes every item with confidence ≥ λ, ties included, so the
+    curve has one point per distinct confidence.
+    """
+
+    thresholds: NDArray[np.float64]
+    """Distinct confidences, descending."""
+    accepted: NDArray[np.int64]
+    """Items accepted at each threshold."""
+    errors: NDArray[np.int64]
+    """Wrong items among them."""
+    n: int
+    """All calibration items."""
+
+    @classmethod
+    def of(cls, confidence: ArrayLike, correct: ArrayLike) -> AcceptanceCurve:
+        """Validate and sort ``confidence`` with its 0/1 ``correct`` labels.
+
+        Raises:
+            InvalidArgumentError: arrays of different shapes, labels not 0/1, or a
+                non-finite confidence.
+        """
+        conf, ok = _inputs(confidence, correct)
+        order = np.argsort(-conf, kind="stable")
+        sorted_conf = conf[order]
+        wrong_so_far = np.cumsum(~ok[order])
+        ends = np.flatnonzero(np.append(sorted_conf[1:] != sorted_conf[:-1], True))
+        return cls(
+            sorted_conf[ends],
+            (ends + 1).astype(np.int64),
+            wrong_so_far[ends].astype(np.int64),
+            int(conf.size),
+        )
+
+    def at(self, threshold: float) -> tuple[int, int]:
+        """(accepted, errors) when accepting at confidence ≥ ``threshold``."""
+        index = int(np.searchsorted(-self.thresholds, -threshold, side="right")) - 1
+        if index < 0:
+            return 0, 0
+        return int(self.accepted[index]), int(self.errors[index])
 
 
 def clopper_pearson_upper(errors: int, n: int, delta: float) -> float:
@@ -107,14 +152,22 @@ class RiskThreshold:
     errors: int
     """Wrong items among them."""
     upper_bound: float | None
-    """Clopper–Pearson upper bound on the hallucination rate at the threshold (≤ α)."""
+    """Upper confidence bound on the hallucination rate at the threshold (≤ α), as the
+    method computes it (Clopper–Pearson for every method here)."""
     n: int
     """Calibration items the threshold was selected on."""
+    method: str = "clopper-pearson"
+    """The risk-control method that selected it (``tribunal.confidence.RISK_METHODS``)."""
 
     @property
     def coverage(self) -> float:
         """Share of calibration items accepted."""
         return self.accepted / self.n if self.n else 0.0
+
+    @property
+    def certified(self) -> bool:
+        """True when a threshold qualified (the guarantee covers accepting at it)."""
+        return self.threshold is not None
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "coverage": self.coverage}
@@ -122,49 +175,6 @@ class RiskThreshold:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RiskThreshold:
         return cls(**{k: v for k, v in data.items() if k != "coverage"})
-
-
-def select_risk_threshold(
-    confidence: ArrayLike, correct: ArrayLike, *, alpha: float, delta: float
-) -> RiskThreshold:
-    """The lowest threshold whose Clopper–Pearson upper bound on P(wrong | accepted) is ≤ α.
-
-    Candidates are the distinct calibration confidences, scanned from the highest
-    down; each is a test of "this threshold's hallucination rate exceeds α" at
-    level δ, and the scan stops at the first threshold that fails. This is
-    fixed-sequence testing (Learn-then-Test): because the order is fixed before
-    any label is read and nothing after a failure is tested, the family-wise
-    error stays at δ, so with probability ≥ 1 − δ *every* threshold passed on
-    the way down — the returned one included — has a true hallucination rate
-    ≤ α. Scanning on past a failure and keeping a later pass would lose that.
-
-    Thresholds accepting fewer than :func:`min_accepted_for` items are skipped:
-    no labels could make them pass, and their counts depend on the confidences
-    only, so skipping them reads no label and leaves the sequence fixed.
-
-    The guarantee needs confidences from a calibrator that was *not* fitted on
-    these items (see ``fit_artifact``'s split).
-    """
-    alpha, delta = _rate(alpha, "alpha"), _rate(delta, "delta")
-    conf, ok = _inputs(confidence, correct)
-    n = int(conf.size)
-    order = np.argsort(-conf, kind="stable")
-    sorted_conf = conf[order]
-    wrong_so_far = np.cumsum(~ok[order])
-    # Accepting at λ = sorted_conf[i] takes every tie of it too: test only at a tie group's end.
-    group_ends = np.flatnonzero(np.append(sorted_conf[1:] != sorted_conf[:-1], True))
-    floor = min_accepted_for(alpha, delta)
-    chosen = RiskThreshold(alpha, delta, None, 0, 0, None, n)
-    for end in group_ends:
-        accepted = int(end) + 1
-        if accepted < floor:
-            continue
-        errors = int(wrong_so_far[end])
-        bound = clopper_pearson_upper(errors, accepted, delta)
-        if bound > alpha:
-            break
-        chosen = RiskThreshold(alpha, delta, float(sorted_conf[end]), accepted, errors, bound, n)
-    return chosen
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import grpc_status
+from ..deploy import ServeApp
 from ..v1 import confidence_pb2
 from ._scorer import ConfidenceScorer
 from .servicer import ConfidenceServicer
@@ -30,7 +30,7 @@ __all__ = ["ConfidenceDeployment", "build_app"]
 
 
 @serve.deployment(name="confidence")
-class ConfidenceDeployment:
+class ConfidenceDeployment(ServeApp, service="confidence"):
     """A replica: the calibrator artifact loaded once, then ``Score`` / ``BatchScore``.
 
     Args:
@@ -39,21 +39,20 @@ class ConfidenceDeployment:
 
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
-        self.servicer = ConfidenceServicer(settings.confidence.batch_max_items)
+        super().__init__(settings)
+        self.servicer = ConfidenceServicer(settings.confidence.max_items_per_request)
         self.servicer.scorer = ConfidenceScorer.from_settings(settings)
         self.calibrator_version = self.servicer.scorer.artifact.version
 
     async def Score(
         self, request: confidence_pb2.ScoreRequest, grpc_context: Any = None
     ) -> confidence_pb2.ScoreResponse:
-        with grpc_status(grpc_context):
-            return self.servicer.Score(request, grpc_context)
+        return self.servicer.Score(request, grpc_context)
 
     async def BatchScore(
         self, request: confidence_pb2.BatchScoreRequest, grpc_context: Any = None
     ) -> confidence_pb2.BatchScoreResponse:
-        with grpc_status(grpc_context):
-            return self.servicer.BatchScore(request, grpc_context)
+        return self.servicer.BatchScore(request, grpc_context)
 
 
 def build_app(settings: Settings) -> Application:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import grpc
 
 from ..core import InvalidArgumentError, ResourceExhaustedError, Settings, TribunalError
-from ..core.server import ServiceBinding, ServiceHost
+from ..core.server import RequestLimits, ServiceBinding, ServiceHost
 from ..v1 import common_pb2, confidence_pb2, confidence_pb2_grpc
-from ._scorer import ConfidenceScorer, ScoreResult
+from ._scorer import ConfidenceScorer, RequestVersions, ScoreResult, ThresholdStatus
 from ._signals import SCALAR_FIELDS, DebateOutcome, Signals
 
 __all__ = ["ConfidenceServicer", "build_host", "response_from_result", "signals_from_proto"]
@@ -23,6 +23,11 @@ _DEBATE = {
     confidence_pb2.DEBATE_SIGNAL_AGREED_RELEVANT: DebateOutcome.AGREED_RELEVANT,
     confidence_pb2.DEBATE_SIGNAL_AGREED_IRRELEVANT: DebateOutcome.AGREED_IRRELEVANT,
     confidence_pb2.DEBATE_SIGNAL_DISAGREED: DebateOutcome.DISAGREED,
+}
+_THRESHOLD_STATUS = {
+    ThresholdStatus.CERTIFIED: confidence_pb2.THRESHOLD_STATUS_CERTIFIED,
+    ThresholdStatus.PLAIN: confidence_pb2.THRESHOLD_STATUS_PLAIN,
+    ThresholdStatus.NOT_CERTIFIED: confidence_pb2.THRESHOLD_STATUS_NOT_CERTIFIED,
 }
 _DECISION = {
     "accept": common_pb2.DECISION_ACCEPT,
@@ -49,14 +54,21 @@ def signals_from_proto(message: confidence_pb2.Signals) -> Signals:
     )
 
 
-def response_from_result(result: ScoreResult) -> confidence_pb2.ScoreResponse:
+def response_from_result(result: ScoreResult, item_id: str = "") -> confidence_pb2.ScoreResponse:
     return confidence_pb2.ScoreResponse(
+        item_id=item_id,
         confidence=result.confidence,
         decision=_DECISION[result.decision.value],
         threshold=result.threshold,
         calibrator_version=result.calibrator_version,
         alpha=result.alpha,
+        threshold_status=_THRESHOLD_STATUS[result.status],
     )
+
+
+def _versions(request: confidence_pb2.ScoreRequest) -> RequestVersions:
+    """The KB and matcher the caller reports (empty strings: not reported)."""
+    return RequestVersions(request.kb_content_version, request.matcher_version)
 
 
 def _request(request: confidence_pb2.ScoreRequest, prefix: str) -> tuple[Signals, float | None]:
@@ -71,11 +83,11 @@ class ConfidenceServicer(confidence_pb2_grpc.ConfidenceServiceServicer):
     """``Score`` and ``BatchScore`` on a :class:`ConfidenceScorer` set once it is loaded.
 
     Args:
-        batch_max_items: Most items one ``BatchScore`` may carry.
+        max_items_per_request: Most items one ``BatchScore`` may carry.
     """
 
-    def __init__(self, batch_max_items: int) -> None:
-        self.batch_max_items = batch_max_items
+    def __init__(self, max_items_per_request: int) -> None:
+        self.max_items_per_request = max_items_per_request
         self.scorer: ConfidenceScorer | None = None
 
     def _scorer(self) -> ConfidenceScorer:
@@ -87,34 +99,46 @@ class ConfidenceServicer(confidence_pb2_grpc.ConfidenceServiceServicer):
         self, request: confidence_pb2.ScoreRequest, context: grpc.ServicerContext
     ) -> confidence_pb2.ScoreResponse:
         signals, alpha = _request(request, "")
-        return response_from_result(self._scorer().score(signals, alpha))
+        result = self._scorer().score(signals, alpha, _versions(request))
+        return response_from_result(result, request.item_id)
 
     def BatchScore(
         self, request: confidence_pb2.BatchScoreRequest, context: grpc.ServicerContext
     ) -> confidence_pb2.BatchScoreResponse:
         count = len(request.items)
-        if count > self.batch_max_items:
+        if count > self.max_items_per_request:
             raise ResourceExhaustedError(
-                f"BatchScore got {count} items; at most {self.batch_max_items} per call "
-                "(confidence.batch_max_items): split the batch"
+                f"BatchScore got {count} items; at most {self.max_items_per_request} per call "
+                "(confidence.max_items_per_request): split the batch"
             )
         if not count:
-            return confidence_pb2.BatchScoreResponse()
+            return confidence_pb2.BatchScoreResponse(request_id=request.request_id)
         parsed = [_request(item, f"items[{i}].") for i, item in enumerate(request.items)]
-        results = self._scorer().score_many([s for s, _ in parsed], [a for _, a in parsed])
-        return confidence_pb2.BatchScoreResponse(results=[response_from_result(r) for r in results])
+        results = self._scorer().score_many(
+            [s for s, _ in parsed],
+            [a for _, a in parsed],
+            [_versions(item) for item in request.items],
+        )
+        return confidence_pb2.BatchScoreResponse(
+            request_id=request.request_id,
+            results=[
+                response_from_result(r, item.item_id)
+                for r, item in zip(results, request.items, strict=True)
+            ],
+        )
 
 
 def build_host(settings: Settings) -> ServiceHost:
     """The confidence service in a ServiceHost (not started): NOT_SERVING until the
     calibrator artifact is loaded."""
-    servicer = ConfidenceServicer(settings.confidence.batch_max_items)
+    servicer = ConfidenceServicer(settings.confidence.max_items_per_request)
 
     def load() -> None:
         servicer.scorer = ConfidenceScorer.from_settings(settings)
 
     return ServiceHost(
         settings.server,
+        request_limits=RequestLimits.from_settings(settings),
         name="confidence",
         bindings=[
             ServiceBinding(

@@ -4,6 +4,7 @@ Framework-free: nothing here imports grpc or ray. The gRPC runtime is in
 :mod:`tribunal.core.server`; model artifacts in :mod:`tribunal.core.models`.
 """
 
+from ._deadline import RequestBudget, check_deadline, request_scope, time_left
 from ._errors import (
     ConfigError,
     DeadlineExceededError,
@@ -14,13 +15,15 @@ from ._errors import (
     ModelIntegrityError,
     ModelNotInstalledError,
     NotFoundError,
+    PermissionDeniedError,
     ResourceExhaustedError,
     TribunalError,
+    UnauthenticatedError,
     UnavailableError,
 )
 from ._loading import MODEL_LOAD_LOCK, load_embedder, model_path, resolve_device
 from ._logging import JsonFormatter, configure_logging
-from ._settings import (
+from .settings import (
     ConfidenceSettings,
     DebateSettings,
     DeploymentSettings,
@@ -58,18 +61,24 @@ __all__ = [
     "ModelNotInstalledError",
     "ModelSpec",
     "NotFoundError",
+    "PermissionDeniedError",
+    "RequestBudget",
     "ResourceExhaustedError",
     "RetrievalSettings",
     "RoleSettings",
     "ServerSettings",
     "Settings",
     "TribunalError",
+    "UnauthenticatedError",
     "UnavailableError",
     "available_profiles",
+    "check_deadline",
     "configure_logging",
     "load_embedder",
     "load_settings",
     "model_path",
+    "request_scope",
     "resolve_device",
     "resolve_profile_path",
+    "time_left",
 ]

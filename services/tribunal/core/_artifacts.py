@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ._settings import Settings
+from .settings import Settings
 
 __all__ = ["resolve_artifact", "shipped_artifact"]
 

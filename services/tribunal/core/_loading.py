@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._errors import ConfigError
-from ._settings import Settings
 from .models import ModelStore, get_artifact
+from .settings import Settings
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -86,10 +86,10 @@ class DreamDebate:
         require_answers: bool = False,
         max_new_tokens: int = 160,
         json_retries: int = 2,
-        max_items: int = 64,
+        max_items_per_request: int = 64,
         max_query_chars: int = 2_000,
         max_chunk_chars: int = 8_000,
-        max_answers: int = 16,
+        max_answers_per_item: int = 16,
         agent_template: PromptTemplate | None = None,
         adjudicator_template: PromptTemplate | None = None,
         profile: str = "",
@@ -105,10 +105,10 @@ class DreamDebate:
         self.require_answers = require_answers
         self.max_new_tokens = max_new_tokens
         self.json_retries = json_retries
-        self.max_items = max_items
+        self.max_items_per_request = max_items_per_request
         self.max_query_chars = max_query_chars
         self.max_chunk_chars = max_chunk_chars
-        self.max_answers = max_answers
+        self.max_answers_per_item = max_answers_per_item
         self.agent_template = agent_template or get_prompt("debate/agent@1")
         self.adjudicator_template = adjudicator_template or get_prompt("debate/adjudicator@1")
         self.profile = profile
@@ -119,12 +119,12 @@ class DreamDebate:
 
         Raises:
             InvalidArgumentError: naming the field (``items[3].chunk``) and the fix.
-            ResourceExhaustedError: more than ``max_items`` items.
+            ResourceExhaustedError: more than ``max_items_per_request`` items.
         """
-        if len(items) > self.max_items:
+        if len(items) > self.max_items_per_request:
             raise ResourceExhaustedError(
-                f"{len(items)} items in one call; at most {self.max_items} (debate.max_items): "
-                "split the batch"
+                f"{len(items)} items in one call; at most {self.max_items_per_request} "
+                "(debate.max_items_per_request): split the batch"
             )
         for index, item in enumerate(items):
             where = f"{prefix}items[{index}]." if len(items) > 1 or prefix else ""
@@ -144,8 +144,10 @@ class DreamDebate:
             raise bad("chunk", f"is longer than {self.max_chunk_chars} characters")
         if self.require_answers and not item.answers:
             raise bad("answers", "is empty: this service judges against reference answers")
-        if len(item.answers) > self.max_answers:
-            raise bad("answers", f"has {len(item.answers)} entries; at most {self.max_answers}")
+        if len(item.answers) > self.max_answers_per_item:
+            raise bad(
+                "answers", f"has {len(item.answers)} entries; at most {self.max_answers_per_item}"
+            )
         if any(not a.strip() for a in item.answers):
             raise bad("answers", "contains an empty answer")
         if item.max_rounds != 0 and not 1 <= item.max_rounds <= MAX_ROUNDS_LIMIT:

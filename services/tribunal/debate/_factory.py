@@ -46,9 +46,9 @@ def build_debate(
         require_answers=options.require_answers,
         max_new_tokens=options.max_new_tokens,
         json_retries=options.json_retries,
-        max_items=options.max_items,
+        max_items_per_request=options.max_items_per_request,
         max_query_chars=options.max_query_chars,
         max_chunk_chars=options.max_chunk_chars,
-        max_answers=options.max_answers,
+        max_answers_per_item=options.max_answers_per_item,
         profile=settings.profile,
     )

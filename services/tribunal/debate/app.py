@@ -19,22 +19,23 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import grpc_status
+from ..deploy import ServeApp
 from ..v1 import debate_pb2
 from ._debate import DreamDebate
 from ._factory import build_debate
 from ._types import DebateItem, DebateResult
-from .servicer import item_from_proto, result_to_proto
+from .servicer import batch_item_response, item_from_proto, result_to_proto
 
 __all__ = ["DebateDeployment", "build_app"]
 
 
 @serve.deployment(name="debate")
-class DebateDeployment:
+class DebateDeployment(ServeApp, service="debate"):
     """A replica: the profile's debate, with concurrent single items batched."""
 
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
+        super().__init__(settings)
         self.profile = settings.profile
         self.debate: DreamDebate = build_debate(settings)
         options = settings.debate.deployment
@@ -59,33 +60,28 @@ class DebateDeployment:
     async def Assess(
         self, request: debate_pb2.AssessRequest, grpc_context: Any = None
     ) -> debate_pb2.AssessResponse:
-        with grpc_status(grpc_context):
-            return result_to_proto(await self.assess(item_from_proto(request)), self.profile)
+        return result_to_proto(await self.assess(item_from_proto(request)), self.profile)
 
     async def BatchAssess(
         self, request: debate_pb2.BatchAssessRequest, grpc_context: Any = None
     ) -> AsyncIterator[debate_pb2.BatchAssessResponse]:
-        with grpc_status(grpc_context):
-            items = [item_from_proto(one) for one in request.items]
-            self.debate.validate(items)
-            # The domain's generator runs in a thread; each finished item crosses over as it ends.
-            loop = asyncio.get_running_loop()
-            finished: asyncio.Queue[tuple[int, DebateResult] | None] = asyncio.Queue()
+        items = [item_from_proto(one) for one in request.items]
+        self.debate.validate(items)
+        # The domain's generator runs in a thread; each finished item crosses over as it ends.
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Queue[tuple[int, DebateResult] | None] = asyncio.Queue()
 
-            def produce() -> None:
-                try:
-                    for pair in self.debate.stream(items):
-                        loop.call_soon_threadsafe(finished.put_nowait, pair)
-                finally:
-                    loop.call_soon_threadsafe(finished.put_nowait, None)
+        def produce() -> None:
+            try:
+                for pair in self.debate.stream(items):
+                    loop.call_soon_threadsafe(finished.put_nowait, pair)
+            finally:
+                loop.call_soon_threadsafe(finished.put_nowait, None)
 
-            producer = asyncio.ensure_future(asyncio.to_thread(produce))
-            while (pair := await finished.get()) is not None:
-                index, result = pair
-                yield debate_pb2.BatchAssessResponse(
-                    index=index, result=result_to_proto(result, self.profile)
-                )
-            await producer  # re-raises what stopped the debate
+        producer = asyncio.ensure_future(asyncio.to_thread(produce))
+        while (pair := await finished.get()) is not None:
+            yield batch_item_response(*pair, self.profile)
+        await producer  # re-raises what stopped the debate
 
 
 def build_app(settings: Settings) -> Application:

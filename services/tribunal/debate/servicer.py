@@ -14,7 +14,7 @@ import grpc
 
 from ..core import Settings, UnavailableError
 from ..core.llm import Usage
-from ..core.server import ServiceBinding, ServiceHost
+from ..core.server import RequestLimits, ServiceBinding, ServiceHost
 from ..v1 import common_pb2, debate_pb2, debate_pb2_grpc
 from ._debate import DreamDebate
 from ._types import AgentTurn, DebateItem, DebateLabel, DebateOutcome, DebateResult
@@ -22,6 +22,7 @@ from ._types import AgentTurn, DebateItem, DebateLabel, DebateOutcome, DebateRes
 __all__ = [
     "SERVICE_NAME",
     "DebateServicer",
+    "batch_item_response",
     "build_host",
     "item_from_proto",
     "result_to_proto",
@@ -93,6 +94,13 @@ def result_to_proto(result: DebateResult, profile: str = "") -> debate_pb2.Asses
     )
 
 
+def batch_item_response(
+    index: int, result: DebateResult, profile: str = ""
+) -> debate_pb2.BatchAssessResponse:
+    """One streamed ``BatchAssess`` reply: item ``index`` of the request is done."""
+    return debate_pb2.BatchAssessResponse(index=index, result=result_to_proto(result, profile))
+
+
 class DebateServicer(debate_pb2_grpc.DebateServiceServicer):
     """Serves a debate once it is loaded (``set_debate``); UNAVAILABLE before."""
 
@@ -119,9 +127,7 @@ class DebateServicer(debate_pb2_grpc.DebateServiceServicer):
         debate = self._ready()
         items = [item_from_proto(one) for one in request.items]
         for index, result in debate.stream(items):
-            yield debate_pb2.BatchAssessResponse(
-                index=index, result=result_to_proto(result, debate.profile)
-            )
+            yield batch_item_response(index, result, debate.profile)
 
 
 def build_host(settings: Settings) -> ServiceHost:
@@ -131,6 +137,7 @@ def build_host(settings: Settings) -> ServiceHost:
     servicer = DebateServicer()
     return ServiceHost(
         settings.server,
+        request_limits=RequestLimits.from_settings(settings),
         name="debate",
         bindings=[
             ServiceBinding(

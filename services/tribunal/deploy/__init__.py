@@ -1,5 +1,9 @@
-"""Ray Serve deployment of the whole stack: one application per service plus the gateway.
+"""The service registry, and Ray Serve deployment of the whole stack.
 
+- :data:`SERVICES` is the one table of Tribunal's services (:class:`ServiceSpec`:
+  gRPC host factory, Serve application builder, client stub, proto service,
+  default port, settings section); :data:`STAGES` names those the gateway calls.
+  The CLI, the Serve config, the application builders and the gateway read it.
 - :func:`serve_config` writes the Serve config (``tribunal serve config``): one
   application per service, built by :mod:`tribunal.deploy.apps` from the
   profile, with each deployment's replicas, resources and batching from its
@@ -10,8 +14,10 @@
 - :func:`start_local` / :func:`deploy` run it on a local single-node Ray
   (``tribunal serve deploy``, ``make serve``); :func:`replica_counts` and
   :func:`ray_memory` observe it.
-- :func:`grpc_status` maps Tribunal errors to gRPC status codes inside a Serve
-  deployment's proto-named methods (the proxy has no interceptors).
+- :class:`ServeApp` is the base of every Serve deployment: it wraps each proto-named
+  method in the credential check and the one error mapping (the proxy has no
+  interceptors); :func:`serve_caller` names the caller of the call being served.
+- :func:`start_local` binds Serve's gRPC proxy to 127.0.0.1 unless told otherwise.
 
 Importing this package does not import Ray; the functions do, when called.
 """
@@ -22,7 +28,7 @@ from ._config import (
     serve_config,
     validate_serve_config,
 )
-from ._grpc import grpc_status
+from ._grpc import HANDLE_CALLER, ServeApp, grpc_status, proto_methods, serve_caller
 from ._local import (
     LocalServe,
     deploy,
@@ -31,16 +37,25 @@ from ._local import (
     start_local,
     wait_running,
 )
+from ._registry import SERVICES, STAGES, ServiceSpec, service
 
 __all__ = [
     "APPLICATIONS",
     "GRPC_SERVICER_FUNCTIONS",
+    "HANDLE_CALLER",
+    "SERVICES",
+    "STAGES",
     "LocalServe",
+    "ServeApp",
+    "ServiceSpec",
     "deploy",
     "grpc_status",
+    "proto_methods",
     "ray_memory",
     "replica_counts",
+    "serve_caller",
     "serve_config",
+    "service",
     "start_local",
     "validate_serve_config",
     "wait_running",

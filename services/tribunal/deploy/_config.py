@@ -20,39 +20,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import ConfigError, DeploymentSettings, Settings
+from ._registry import SERVICES
 
 __all__ = ["APPLICATIONS", "GRPC_SERVICER_FUNCTIONS", "serve_config", "validate_serve_config"]
 
-APPLICATIONS: tuple[str, ...] = (
-    "retrieval",
-    "entailment",
-    "ensemble",
-    "debate",
-    "confidence",
-    "gateway",
-)
-"""Application names, stages first: the gateway only resolves its handles on first use."""
+APPLICATIONS: tuple[str, ...] = tuple(SERVICES)
+"""Application names: every service, stages first (the registry's order)."""
 
-_SERVICES = {
-    "retrieval": "Retrieval",
-    "entailment": "Entailment",
-    "ensemble": "Ensemble",
-    "debate": "Debate",
-    "confidence": "Confidence",
-    "gateway": "Gateway",
-}
 GRPC_SERVICER_FUNCTIONS: tuple[str, ...] = tuple(
-    f"tribunal.v1.{module}_pb2_grpc.add_{service}ServiceServicer_to_server"
-    for module, service in _SERVICES.items()
+    spec.servicer_function for spec in SERVICES.values()
 )
 """What Serve's gRPC proxy registers: every ``tribunal.v1`` service."""
-
-
-def deployment_settings(settings: Settings, app: str) -> DeploymentSettings:
-    """The ``DeploymentSettings`` of one application (``settings.<app>.deployment``)."""
-    section = getattr(settings, app)
-    options: DeploymentSettings = section.deployment
-    return options
 
 
 def _deployment_entry(name: str, options: DeploymentSettings) -> dict[str, Any]:
@@ -60,6 +38,7 @@ def _deployment_entry(name: str, options: DeploymentSettings) -> dict[str, Any]:
     return {
         "name": name,
         "max_ongoing_requests": ray["max_ongoing_requests"],
+        "max_queued_requests": ray["max_queued_requests"],
         "autoscaling_config": ray["autoscaling_config"],
         "ray_actor_options": ray["ray_actor_options"],
     }
@@ -72,6 +51,7 @@ def serve_config(
     http_port: int = 8000,
     overrides: Mapping[str, Any] | None = None,
     apps: tuple[str, ...] = APPLICATIONS,
+    expose_stages: bool = True,
 ) -> dict[str, Any]:
     """The multi-application Serve config (``ServeDeploySchema``) of ``settings``.
 
@@ -84,6 +64,9 @@ def serve_config(
             (``{"llm": {"n_threads": 1}}``); the model and data directories are always
             written so the replicas find what this machine installed.
         apps: Which applications to include (all by default).
+        expose_stages: Route every application through the proxies (each checks its
+            callers' credentials). False: only the gateway; the stages get no route and
+            are reached only through the gateway's handles, inside the cluster.
     """
     unknown = sorted(set(apps) - set(APPLICATIONS))
     if unknown:
@@ -100,10 +83,10 @@ def serve_config(
         applications.append(
             {
                 "name": app,
-                "route_prefix": f"/{app}",
+                "route_prefix": f"/{app}" if expose_stages or not SERVICES[app].stage else None,
                 "import_path": f"tribunal.deploy.apps:{app}",
                 "args": {"profile": settings.profile, "settings": copy.deepcopy(args_settings)},
-                "deployments": [_deployment_entry(app, deployment_settings(settings, app))],
+                "deployments": [_deployment_entry(app, SERVICES[app].deployment(settings))],
             }
         )
     return {

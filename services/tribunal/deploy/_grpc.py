@@ -1,23 +1,65 @@
-"""Status codes for Serve's gRPC proxy: the one error mapping, applied inside replicas.
+"""Every Serve application's proto methods behind one wrapper: credentials, then status codes.
 
-Serve's proxy runs no interceptors: an exception raised by a deployment method
-reaches the client as INTERNAL unless the method set a code on the proxy's
-``grpc_context`` first. :func:`grpc_status` does that with the mapping every
-``ServiceHost`` uses (``tribunal.core.server.status_for``), so a client sees
-INVALID_ARGUMENT with the field message whether it called a service directly or
-through Ray Serve. Calls through a ``DeploymentHandle`` carry no context: the
-exception itself travels back to the caller unchanged.
+Serve's gRPC proxy runs no interceptors, so the checks a :class:`ServiceHost` makes
+in its interceptors happen here, in the replica, around each proto-named method:
+
+- **credentials** — a proxy call must carry a credential whose role may call the
+  method (:func:`tribunal.core.server.authorize`, the same check and table as the
+  gRPC servers): UNAUTHENTICATED or PERMISSION_DENIED otherwise. Calls through a
+  ``DeploymentHandle`` (the gateway calling its stages) come from inside the Ray
+  cluster, whose own authentication guards them: they carry no ``grpc_context`` and
+  are not checked;
+- **status codes** — an exception raised by the method reaches the client with the
+  code the one mapping gives it (``tribunal.core.server.status_for``), not INTERNAL.
+  A handle caller gets the exception itself.
+
+:class:`ServeApp` applies the wrapper when a deployment class is defined: every RPC
+of the class's proto service must be implemented and each is wrapped, so no
+application can forget either check. The method being served learns its caller
+from :func:`serve_caller` (the KB change audit records it).
+
+    @serve.deployment(name="retrieval")
+    class RetrievalDeployment(ServeApp, service="retrieval"):
+        def __init__(self, settings_data):
+            settings = Settings(**settings_data)
+            super().__init__(settings)
+            ...
+
+        async def Upsert(self, request, grpc_context=None): ...
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextvars
+import functools
+import importlib
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
+from ..core import InternalError, Settings
+from ..core.server._auth import Caller, authorize
+from ..core.server._credentials import CredentialStore, Role
 from ..core.server._status import status_for
+from ._registry import service
 
-__all__ = ["grpc_status"]
+__all__ = ["HANDLE_CALLER", "ServeApp", "grpc_status", "proto_methods", "serve_caller"]
+
+HANDLE_CALLER = Caller("serve-handle", Role.ADMIN)
+"""The caller of a ``DeploymentHandle`` call: code inside the Ray cluster."""
+
+_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "tribunal_serve_caller", default=None
+)
+
+GUARD_MARK = "__tribunal_guarded__"
+"""Attribute every wrapped method carries: the full method path it guards."""
+
+
+def serve_caller() -> Caller:
+    """Who made the call being served (:data:`HANDLE_CALLER` for a handle call)."""
+    return _CALLER.get() or HANDLE_CALLER
 
 
 @contextmanager
@@ -31,3 +73,99 @@ def grpc_status(grpc_context: Any | None) -> Iterator[None]:
             grpc_context.set_code(code)
             grpc_context.set_details(message)
         raise
+
+
+def proto_methods(name: str) -> tuple[str, ...]:
+    """The RPC names of registry service ``name`` (``Search``, ``Upsert``, ...), from the
+    generated descriptor."""
+    spec = service(name)
+    module = importlib.import_module(f"tribunal.v1.{spec.proto}_pb2")
+    descriptor = module.DESCRIPTOR.services_by_name[spec.proto_service]
+    return tuple(method.name for method in descriptor.methods)
+
+
+class ServeApp:
+    """Base of every Serve deployment that serves a ``tribunal.v1`` service.
+
+    Subclassing with ``service="<registry name>"`` wraps each RPC the class defines
+    (and refuses a class that misses one); ``__init__`` loads the credentials the
+    settings name (``server.credentials_file`` / ``server.auth_token``).
+    """
+
+    proto_service: ClassVar[str] = ""
+    credentials: CredentialStore | None
+
+    def __init_subclass__(cls, *, service: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not service:
+            raise TypeError(f"{cls.__name__}: subclass ServeApp with service='<registry name>'")
+        full_name = _full_name(service)
+        missing = [name for name in proto_methods(service) if name not in cls.__dict__]
+        if missing:
+            raise TypeError(f"{cls.__name__} does not implement {full_name} methods {missing}")
+        for name in proto_methods(service):
+            setattr(cls, name, _guard(f"/{full_name}/{name}", cls.__dict__[name]))
+        cls.proto_service = full_name
+
+    def __init__(self, settings: Settings) -> None:
+        self.credentials = CredentialStore.from_settings(settings.server)
+
+    def _caller(self, method: str, grpc_context: Any | None) -> Caller:
+        if grpc_context is None:
+            return HANDLE_CALLER
+        if not hasattr(self, "credentials"):
+            raise InternalError(
+                f"{type(self).__name__}.__init__ did not call ServeApp.__init__: its "
+                "credentials are unknown, so no call is let through"
+            )
+        return authorize(self.credentials, method, grpc_context.invocation_metadata())
+
+
+def _full_name(name: str) -> str:
+    return service(name).full_proto_service
+
+
+@contextmanager
+def _serving(
+    app: ServeApp, method: str, grpc_context: Any | None, *, record: bool
+) -> Iterator[None]:
+    """One call: the credential check, the caller recorded (``record``), the status mapping."""
+    with grpc_status(grpc_context):
+        caller = app._caller(method, grpc_context)
+        reset = _CALLER.set(caller) if record else None
+        try:
+            yield
+        finally:
+            if reset is not None:
+                _CALLER.reset(reset)
+
+
+def _guard(method: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` with the credential check and the status mapping around it.
+
+    The wrappers reference only module-level names besides ``function``: Serve pickles
+    a deployment class by value, and a context variable cannot be pickled.
+    """
+    if inspect.isasyncgenfunction(function):
+
+        @functools.wraps(function)
+        async def stream(
+            self: ServeApp, request: Any, grpc_context: Any = None
+        ) -> AsyncIterator[Any]:
+            # Streams change nothing: the caller is checked, not recorded.
+            with _serving(self, method, grpc_context, record=False):
+                async for reply in function(self, request, grpc_context):
+                    yield reply
+
+        setattr(stream, GUARD_MARK, method)
+        return stream
+    if not inspect.iscoroutinefunction(function):
+        raise TypeError(f"{method}: a Serve method must be async (async def or async generator)")
+
+    @functools.wraps(function)
+    async def unary(self: ServeApp, request: Any, grpc_context: Any = None) -> Any:
+        with _serving(self, method, grpc_context, record=True):
+            return await function(self, request, grpc_context)
+
+    setattr(unary, GUARD_MARK, method)
+    return unary

@@ -4,12 +4,15 @@ Deliberate choices for a development machine (Kubernetes sets its own):
 
 - **Auth.** Ray 2.60 turns token auth on for a new local cluster unless
   ``RAY_AUTH_MODE`` is set, writing ``~/.ray/auth_token``, which every later
-  ``ray.init`` on the machine then picks up. Here the node is bound to
-  127.0.0.1 and auth is ``disabled`` by default; ``auth="token"`` turns it on
-  with a token file under the temp dir (``RAY_AUTH_TOKEN_PATH``), never in
-  ``~/.ray``. Serve's gRPC proxy itself is outside Ray's auth (it binds all
-  interfaces on its port: firewall it, or set ``server.auth_token``, which the
-  gateway deployment checks).
+  ``ray.init`` on the machine then picks up. Here it is set deliberately:
+  ``auth="token"`` keeps a token file under the temp dir (``RAY_AUTH_TOKEN_PATH``),
+  never in ``~/.ray``; ``disabled`` leaves Ray's own ports (which listen on every
+  interface whatever the node address) open to anyone who reaches them.
+- **Serve's gRPC proxy** is outside Ray's auth: every application checks its
+  callers' credentials itself (:class:`~tribunal.deploy.ServeApp`). Serve has no
+  host option for the proxy and binds every interface; here a worker setup hook
+  binds it (and the replicas' own gRPC servers) to ``grpc_host``, 127.0.0.1 by
+  default.
 - **Temp dir.** ``.build/ray`` (logs, sockets, object spill), not ``/tmp/ray``.
 - **Dashboard.** Off: nothing here needs it (the config is applied through the
   Serve controller, as ``serve run config.yaml`` does), and it costs ~300 MB.
@@ -28,7 +31,8 @@ from typing import Any, Literal
 
 import psutil  # type: ignore[import-untyped]
 
-from ..core import FailedPreconditionError, UnavailableError
+from ..core import ConfigError, FailedPreconditionError, UnavailableError
+from ..core.server._exposure import is_loopback
 
 __all__ = [
     "LocalServe",
@@ -46,6 +50,7 @@ class LocalServe:
 
     grpc_port: int
     http_port: int
+    grpc_host: str
     temp_dir: Path
     auth: str
 
@@ -62,6 +67,19 @@ def _set_auth(auth: Literal["disabled", "token"], temp_dir: Path) -> None:
         os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
 
 
+def _runtime_env(env_vars: Mapping[str, str] | None, grpc_host: str) -> dict[str, Any]:
+    runtime_env: dict[str, Any] = {"env_vars": dict(env_vars or {})}
+    if is_loopback(grpc_host):
+        runtime_env["worker_process_setup_hook"] = "tribunal.deploy._loopback:bind_loopback"
+    elif grpc_host not in ("0.0.0.0", "::", "[::]"):
+        raise ConfigError(
+            f"Serve's gRPC proxy can listen on 127.0.0.1 or on every interface (0.0.0.0), "
+            f"not on {grpc_host}",
+            field="grpc_host",
+        )
+    return runtime_env
+
+
 def start_local(
     config: Mapping[str, Any],
     *,
@@ -69,6 +87,7 @@ def start_local(
     num_cpus: float | None = None,
     auth: Literal["disabled", "token"] = "disabled",
     env_vars: Mapping[str, str] | None = None,
+    grpc_host: str = "127.0.0.1",
 ) -> LocalServe:
     """Start Ray on this machine (loopback) and Serve with the config's proxies.
 
@@ -79,6 +98,12 @@ def start_local(
         num_cpus: CPUs Ray may schedule (default: all); actors reserve from it.
         auth: Ray's token auth (see the module docstring).
         env_vars: Environment of every Ray worker (``TRIBUNAL_*`` variables).
+        grpc_host: Address of Serve's gRPC proxy: a loopback address (the default), or
+            ``0.0.0.0`` / ``::`` for every interface.
+
+    Raises:
+        ConfigError: ``grpc_host`` is neither loopback nor every interface (Serve can
+            bind only those).
     """
     import ray
     from ray import serve
@@ -94,7 +119,7 @@ def start_local(
         _node_ip_address="127.0.0.1",
         logging_level=logging.WARNING,
         namespace="serve",
-        runtime_env={"env_vars": dict(env_vars or {})},
+        runtime_env=_runtime_env(env_vars, grpc_host),
     )
     grpc_options = dict(config.get("grpc_options") or {})
     http_options = dict(config.get("http_options") or {})
@@ -107,6 +132,7 @@ def start_local(
     return LocalServe(
         grpc_port=int(grpc_options.get("port", 9000)),
         http_port=int(http_options.get("port", 8000)),
+        grpc_host=grpc_host,
         temp_dir=temp_dir,
         auth=auth,
     )

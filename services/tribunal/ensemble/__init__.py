@@ -4,9 +4,9 @@ Judges (:class:`JudgePanel`) are the profile's LLMs, each with the RAL2M judge p
 and its augmented variant (plus the entry's supporting chunk). Aggregators turn their
 votes (optionally their P(yes)) and the query embedding into P(match):
 :class:`MajorityVote`, :class:`WeightedVote`, :class:`NeuralGating` and RAL2M's
-query-adaptive :class:`LatentEnsemble`. ``tribunal ensemble build-dataset|train|
-evaluate|export-signals`` builds the labelled set, trains a versioned
-:class:`EnsembleArtifact` and reports RAL2M's Tables 3 and 7 on it; the
+query-adaptive :class:`LatentEnsemble`. ``tribunal ensemble train|evaluate|
+export-signals`` trains a versioned :class:`EnsembleArtifact` on a labelled matching
+set (:func:`load_matching_data`) and reports RAL2M's Tables 3 and 7 on it; the
 :class:`EnsembleMatcher` serves it. The :class:`FeatureMatcher` (``ensemble.matcher:
 features``) answers the same calls with no LLM: a logistic regression over embedding
 cosines and a fuzzy ratio (:func:`match_feature_values`) from a fitted
@@ -20,13 +20,12 @@ search query: the cheap judges of ``Gateway.Label``. Framework-free: the gRPC ad
 from ._artifact import AGGREGATORS, EnsembleArtifact
 from ._base import Aggregator, EnsembleInputs, InputKind
 from ._dataset import (
-    SOURCES,
     MatchingData,
     MatchItem,
-    build_items,
-    judge_items,
+    judgment_path,
     load_matching_data,
     read_items,
+    read_judgments,
 )
 from ._feature_artifact import (
     MATCH_FEATURES_FORMAT,
@@ -76,7 +75,6 @@ __all__ = [
     "MATCH_FEATURES",
     "MATCH_FEATURES_FORMAT",
     "RELEVANCE_FORMAT",
-    "SOURCES",
     "Aggregator",
     "EnsembleArtifact",
     "EnsembleInputs",
@@ -108,17 +106,17 @@ __all__ = [
     "WeightedVote",
     "ablation",
     "best_chunk",
-    "build_items",
     "features_path",
     "fit_vote_thresholds",
-    "judge_items",
     "judge_specs",
+    "judgment_path",
     "load_matcher",
     "load_matching_data",
     "make_aggregators",
     "match_feature_values",
     "matching_metrics",
     "read_items",
+    "read_judgments",
     "relevance_artifact_path",
     "render_fields",
     "split_data",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ..core import FailedPreconditionError, NotFoundError
 from ._base import Aggregator, EnsembleInputs
 from ._latent import LatentEnsemble
 from ._majority import MajorityVote
@@ -162,12 +162,3 @@ class EnsembleArtifact:
             )
         artifact.version = version
         return artifact
-
-
-def check_judges(artifact: EnsembleArtifact, available: Sequence[str]) -> None:
-    missing = [j for j in artifact.judges if j not in available]
-    if missing:
-        raise InvalidArgumentError(
-            f"the artifact needs judges {missing} that the profile does not have",
-            field="ensemble.judges",
-        )

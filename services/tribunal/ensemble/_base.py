@@ -93,7 +93,6 @@ class Aggregator(abc.ABC):
 
     name: ClassVar[str]
     """``majority``, ``weighted``, ``neural`` or ``latent``."""
-    trainable: ClassVar[bool] = True
 
     threshold_: float = 0.5
     """P(match) at or above which the aggregator says "match"."""

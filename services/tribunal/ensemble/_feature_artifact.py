@@ -10,7 +10,7 @@ A JSON file, ``tribunal.match-features/1``::
 
 ``p_match = sigmoid(intercept + Σ coef_i · (x_i − mean_i) / std_i)`` over the
 :data:`~tribunal.ensemble.MATCH_FEATURES` named in ``features``; ``match`` is
-``p_match ≥ threshold``. ``tribunal eval matching-features --artifact F`` writes it (the
+``p_match ≥ threshold``. ``tribunal-lab eval matching-features --artifact F`` writes it (the
 regression and threshold fitted on the selection half, the test half's figures in
 ``metrics``). The version is a hash of everything else, checked on load, so two
 artifacts with one version predict the same.
@@ -128,7 +128,7 @@ class MatchFeaturesArtifact(BaseModel):
         """
         if not path.is_file():
             raise FailedPreconditionError(
-                f"no feature-matcher artifact at {path}: fit one with `tribunal eval "
+                f"no feature-matcher artifact at {path}: fit one with `tribunal-lab eval "
                 "matching-features --artifact PATH` or set ensemble.features_artifact",
                 field=_FIELD,
             )

@@ -41,7 +41,7 @@ class FeatureMatcher:
     Args:
         artifact: The fitted regression (:class:`MatchFeaturesArtifact`).
         embedder: The embedder it was fitted with (checked by name).
-        settings: Request limits (``max_items``, ``max_query_chars``).
+        settings: Request limits (``max_items_per_request``, ``max_query_chars``).
     """
 
     aggregator = "features"
@@ -100,6 +100,7 @@ class FeatureMatcher:
                 aggregator=self.aggregator,
                 artifact_version=self.artifact.version,
                 prompt_tokens=0,
+                threshold=float(self.artifact.threshold),
             )
             for p in p_match
         ]

@@ -123,16 +123,16 @@ def best_chunk(query: str, entry: KbEntry) -> str | None:
 
 
 def render_fields(
-    query: str, entry: KbEntry, *, answer_max_chars: int, chunk_max_chars: int
+    query: str, entry: KbEntry, *, truncate_answer_chars: int, truncate_chunk_chars: int
 ) -> tuple[dict[str, str], str | None]:
     """Prompt fields of the plain judge and the supporting chunk (None: the entry has none)."""
     fields = {
         "query": query,
         "question": entry.question,
-        "answer": _cut(entry.answer, answer_max_chars),
+        "answer": _cut(entry.answer, truncate_answer_chars),
     }
     chunk = best_chunk(query, entry)
-    return fields, None if chunk is None else _cut(chunk, chunk_max_chars)
+    return fields, None if chunk is None else _cut(chunk, truncate_chunk_chars)
 
 
 @dataclass(frozen=True)
@@ -166,14 +166,14 @@ class JudgePanel:
         self,
         judges: Sequence[Judge],
         *,
-        answer_max_chars: int = 600,
-        chunk_max_chars: int = 300,
+        truncate_answer_chars: int = 600,
+        truncate_chunk_chars: int = 300,
     ) -> None:
         if not judges:
             raise ConfigError("an ensemble needs at least one judge", field="ensemble.judges")
         self.judges = list(judges)
-        self.answer_max_chars = answer_max_chars
-        self.chunk_max_chars = chunk_max_chars
+        self.truncate_answer_chars = truncate_answer_chars
+        self.truncate_chunk_chars = truncate_chunk_chars
         self._pool = ThreadPoolExecutor(
             max_workers=len({id(j.engine) for j in judges}), thread_name_prefix="judge"
         )
@@ -191,8 +191,8 @@ class JudgePanel:
                 Judge(spec, shared_engine(settings, spec.model_key, backend=backend))
                 for spec in specs
             ],
-            answer_max_chars=settings.ensemble.answer_max_chars,
-            chunk_max_chars=settings.ensemble.chunk_max_chars,
+            truncate_answer_chars=settings.ensemble.truncate_answer_chars,
+            truncate_chunk_chars=settings.ensemble.truncate_chunk_chars,
         )
 
     @property
@@ -204,8 +204,8 @@ class JudgePanel:
         fields, chunk = render_fields(
             query,
             entry,
-            answer_max_chars=self.answer_max_chars,
-            chunk_max_chars=self.chunk_max_chars,
+            truncate_answer_chars=self.truncate_answer_chars,
+            truncate_chunk_chars=self.truncate_chunk_chars,
         )
         template = judge.spec.template
         if judge.spec.augmented:

@@ -20,7 +20,6 @@ class MajorityVote(Aggregator):
     """
 
     name: ClassVar[str] = "majority"
-    trainable: ClassVar[bool] = False
 
     def fit(
         self,

@@ -1,7 +1,7 @@
 """Cheap matching features of (query, KB entry) pairs: embedding cosines and a fuzzy ratio.
 
 One function computes them for both the evaluation that fits the feature matcher
-(``tribunal eval matching-features``) and the :class:`FeatureMatcher` that serves it, so
+(``tribunal-lab eval matching-features``) and the :class:`FeatureMatcher` that serves it, so
 the served model sees exactly the features it was fitted on.
 
 - ``cos_question``, ``cos_answer``, ``cos_question_answer``: the embedder's cosine of the

@@ -64,6 +64,8 @@ class MatchResult:
     artifact_version: str
     """"" when the aggregator needs no artifact (majority without one)."""
     prompt_tokens: int
+    threshold: float | None = None
+    """The aggregator's decision point: ``match`` is ``p_match >= threshold``."""
 
 
 class EnsembleMatcher:
@@ -183,6 +185,7 @@ class EnsembleMatcher:
                     aggregator=self.aggregator.name,
                     artifact_version=self.version,
                     prompt_tokens=output.per_pair_tokens[row],
+                    threshold=float(self.aggregator.threshold_),
                 )
             )
         return results
@@ -195,9 +198,10 @@ def validate_items(items: Sequence[MatchRequestItem], settings: EnsembleSettings
     """Check a match request before any model runs (raises the caller-facing error)."""
     if not items:
         raise InvalidArgumentError("items must not be empty", field="items")
-    if len(items) > settings.max_items:
+    if len(items) > settings.max_items_per_request:
         raise InvalidArgumentError(
-            f"at most {settings.max_items} items per call (ensemble.max_items), got {len(items)}",
+            f"at most {settings.max_items_per_request} items per call "
+            f"(ensemble.max_items_per_request), got {len(items)}",
             field="items",
         )
     for index, item in enumerate(items):

@@ -78,7 +78,7 @@ class RelevanceJudge:
         artifact: The fitted regression.
         engines: Per ``llm_p_yes`` model key, its engine.
         embedders: Per ``cosine`` model key, its embedder (normalised vectors).
-        max_query_chars / max_chunk_chars / max_items: Request limits.
+        max_query_chars / max_chunk_chars / max_items_per_request: Request limits.
     """
 
     def __init__(
@@ -89,7 +89,7 @@ class RelevanceJudge:
         *,
         max_query_chars: int = 2_000,
         max_chunk_chars: int = 20_000,
-        max_items: int = 64,
+        max_items_per_request: int = 64,
     ) -> None:
         for feature in artifact.features:
             pool: Mapping[str, Any] = engines if feature.kind == "llm_p_yes" else embedders
@@ -103,7 +103,7 @@ class RelevanceJudge:
         self.embedders = dict(embedders)
         self.max_query_chars = max_query_chars
         self.max_chunk_chars = max_chunk_chars
-        self.max_items = max_items
+        self.max_items_per_request = max_items_per_request
 
     @classmethod
     def from_settings(
@@ -112,8 +112,7 @@ class RelevanceJudge:
         """Load the artifact (default: :func:`relevance_artifact_path`) and its models.
 
         Raises:
-            FailedPreconditionError: no artifact file.
-            ConfigError: the artifact is invalid or does not fit the profile.
+            ConfigError: no artifact file, or one that is invalid or does not fit the profile.
         """
         from ..core.llm import shared_engine
         from ..retrieval import load_profile_embedder
@@ -136,16 +135,17 @@ class RelevanceJudge:
             embedders,
             max_query_chars=options.max_query_chars,
             max_chunk_chars=options.max_chunk_chars,
-            max_items=options.max_items,
+            max_items_per_request=options.max_items_per_request,
         )
 
     def validate(self, items: Sequence[RelevanceItem]) -> None:
         """Check a request before any model runs (raises the caller-facing error)."""
         if not items:
             raise InvalidArgumentError("items must not be empty", field="items")
-        if len(items) > self.max_items:
+        if len(items) > self.max_items_per_request:
             raise InvalidArgumentError(
-                f"at most {self.max_items} items per call (ensemble.max_items), got {len(items)}",
+                f"at most {self.max_items_per_request} items per call "
+                f"(ensemble.max_items_per_request), got {len(items)}",
                 field="items",
             )
         for index, item in enumerate(items):
@@ -247,7 +247,7 @@ class RelevanceJudgeSlot:
 
     Lazy by default: a Match-only deployment never loads the judge's models (an LLM
     under the artifact's backend, which may differ from the matching judges', and an
-    embedder). ``preload`` (at start, with ``ensemble.relevance_preload``) loads it when
+    embedder). ``preload`` (at start, for label jobs' stage hosts) loads it when
     an artifact exists, so the first ``JudgeRelevance`` does not pay the load (a first
     transformers load converts GGUF weights, which can outlast the gateway's stage
     timeout). With no artifact, or a bad one, the service still starts and serves
@@ -271,21 +271,15 @@ class RelevanceJudgeSlot:
         """The judge, loading it first if needed.
 
         Raises:
-            FailedPreconditionError: no artifact, or one that cannot serve (what to fix).
+            ConfigError: no artifact, or one that cannot serve (the message says what to
+                fix; a caller is told only that the server is misconfigured).
         """
         with self._lock:
             if self._judge is None:
-                path = relevance_artifact_path(self.settings)
                 try:
                     self._judge = RelevanceJudge.from_settings(self.settings)
                 except FailedPreconditionError as exc:
                     self.load_error = str(exc)
                     raise
-                except ConfigError as exc:
-                    # The server's configuration, not the caller's request, is at fault.
-                    self.load_error = str(exc)
-                    raise FailedPreconditionError(
-                        f"the relevance judge cannot load {path}: {exc}", field=_FIELD
-                    ) from exc
                 self.load_error = None
             return self._judge

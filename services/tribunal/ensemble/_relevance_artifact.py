@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..core import ConfigError, FailedPreconditionError, TribunalError
+from ..core import ConfigError, TribunalError
 from ..core._artifacts import shipped_artifact
 
 if TYPE_CHECKING:
@@ -222,13 +222,13 @@ class RelevanceArtifact:
         """Read and validate ``path``.
 
         Raises:
-            FailedPreconditionError: no file there (the message says how to make one).
-            ConfigError: the file is not a valid ``tribunal.relevance/1`` artifact.
+            ConfigError: no file there (the message says how to make one), or the file is
+                not a valid ``tribunal.relevance/1`` artifact.
         """
         if not path.is_file():
-            raise FailedPreconditionError(
+            raise ConfigError(
                 f"no relevance artifact at {path}: create it (a {RELEVANCE_FORMAT} JSON file, "
-                "see README 'Relevance judge') or set ensemble.relevance_artifact",
+                "see docs/ensemble.md) or set ensemble.relevance_artifact",
                 field=_FIELD,
             )
         try:

@@ -35,8 +35,6 @@ __all__ = [
     "train_artifact",
 ]
 
-METRICS = ("accuracy", "hallucination", "precision", "f1")
-
 
 @dataclass(frozen=True)
 class SplitIndex:

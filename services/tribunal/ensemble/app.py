@@ -1,9 +1,9 @@
 """The ensemble service as a Ray Serve application.
 
 One deployment wraps the domain matcher (:func:`load_matcher`: the LLM judge panel or
-the feature matcher; not loaded with ``ensemble.serve_match`` off) and the relevance judge
+the feature matcher; not loaded with ``serve_match=False``) and the relevance judge
 (:class:`RelevanceJudgeSlot`: loaded on the first ``JudgeRelevance``, or at start
-with ``ensemble.relevance_preload``). Single pairs that arrive concurrently (the gateway matches
+with ``preload_relevance=True``). Single pairs that arrive concurrently (the gateway matches
 each candidate, and labels each item, as its own call) are gathered by
 ``@serve.batch`` into one matcher (or judge) call, so each judge model sees one batch and the
 models run in parallel threads. Serve's gRPC proxy calls the proto-named methods.
@@ -20,12 +20,13 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import grpc_status
+from ..deploy import ServeApp
 from ..v1 import ensemble_pb2
 from ._feature_matcher import Matcher, load_matcher
 from ._matcher import MatchRequestItem, MatchResult
 from ._relevance import RelevanceItem, RelevanceJudgeSlot, RelevanceVerdict
 from .servicer import (
+    batch_match_response,
     item_from_proto,
     match_not_served,
     relevance_item_from_proto,
@@ -37,15 +38,22 @@ __all__ = ["EnsembleDeployment", "build_app"]
 
 
 @serve.deployment(name="ensemble")
-class EnsembleDeployment:
+class EnsembleDeployment(ServeApp, service="ensemble"):
     """A replica: the profile's matcher (judges + aggregator, or features), pairs batched."""
 
-    def __init__(self, settings_data: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        settings_data: dict[str, Any],
+        *,
+        serve_match: bool = True,
+        preload_relevance: bool = False,
+    ) -> None:
         settings = Settings(**settings_data)
+        super().__init__(settings)
         # A relevance-only deployment (bulk labelling) loads no matching models.
-        self._matcher = load_matcher(settings) if settings.ensemble.serve_match else None
+        self._matcher = load_matcher(settings) if serve_match else None
         self.relevance = RelevanceJudgeSlot(settings)
-        if settings.ensemble.relevance_preload:
+        if preload_relevance:
             self.relevance.preload()
         options = settings.ensemble.deployment
         batched: list[Any] = [self.match_one, self.judge_relevance_batch]
@@ -74,15 +82,14 @@ class EnsembleDeployment:
     async def Match(
         self, request: ensemble_pb2.MatchRequest, grpc_context: Any = None
     ) -> ensemble_pb2.MatchResponse:
-        with grpc_status(grpc_context):
-            return result_to_proto((await self.match([item_from_proto(request)]))[0])
+        return result_to_proto((await self.match([item_from_proto(request)]))[0], request.item_id)
 
     async def BatchMatch(
         self, request: ensemble_pb2.BatchMatchRequest, grpc_context: Any = None
     ) -> ensemble_pb2.BatchMatchResponse:
-        with grpc_status(grpc_context):
-            results = await self.match([item_from_proto(m) for m in request.items])
-            return ensemble_pb2.BatchMatchResponse(results=[result_to_proto(r) for r in results])
+        return batch_match_response(
+            await self.match([item_from_proto(m) for m in request.items]), request
+        )
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
     async def judge_relevance_batch(self, items: list[RelevanceItem]) -> list[RelevanceVerdict]:
@@ -93,18 +100,24 @@ class EnsembleDeployment:
     async def JudgeRelevance(
         self, request: ensemble_pb2.JudgeRelevanceRequest, grpc_context: Any = None
     ) -> ensemble_pb2.JudgeRelevanceResponse:
-        with grpc_status(grpc_context):
-            # Load (or report the missing artifact) and check the item here, so one bad
-            # item fails alone instead of failing the Serve batch it would have joined.
-            judge = await asyncio.to_thread(self.relevance.get)
-            item = relevance_item_from_proto(request)
-            judge.validate([item])
-            verdict = await self.judge_relevance_batch(item)
-            return relevance_to_proto(verdict, judge.artifact, request.item_id)
+        # Load (or report the missing artifact) and check the item here, so one bad
+        # item fails alone instead of failing the Serve batch it would have joined.
+        judge = await asyncio.to_thread(self.relevance.get)
+        item = relevance_item_from_proto(request)
+        judge.validate([item])
+        verdict = await self.judge_relevance_batch(item)
+        return relevance_to_proto(verdict, judge.artifact, request.item_id)
 
 
-def build_app(settings: Settings) -> Application:
-    """The ensemble application, scaled like the other model services."""
+def build_app(
+    settings: Settings, *, serve_match: bool = True, preload_relevance: bool = False
+) -> Application:
+    """The ensemble application, scaled like the other model services (``serve_match`` and
+    ``preload_relevance`` as in :func:`~tribunal.ensemble.servicer.build_host`)."""
     deployment = cast(Any, EnsembleDeployment).options(**settings.ensemble.deployment.ray_options())
-    app: Application = deployment.bind(settings.model_dump(mode="json"))
+    app: Application = deployment.bind(
+        settings.model_dump(mode="json"),
+        serve_match=serve_match,
+        preload_relevance=preload_relevance,
+    )
     return app

@@ -9,11 +9,12 @@ codes.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import grpc
 
 from ..core import FailedPreconditionError, Settings, UnavailableError
-from ..core.server import ServiceBinding, ServiceHost
+from ..core.server import RequestLimits, ServiceBinding, ServiceHost
 from ..retrieval.servicer import entry_from_proto
 from ..v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
 from ._feature_matcher import Matcher, load_matcher
@@ -23,6 +24,7 @@ from ._relevance import RelevanceArtifact, RelevanceItem, RelevanceJudgeSlot, Re
 __all__ = [
     "SERVICE_NAME",
     "EnsembleServicer",
+    "batch_match_response",
     "build_host",
     "item_from_proto",
     "match_not_served",
@@ -35,10 +37,10 @@ SERVICE_NAME = "tribunal.v1.EnsembleService"
 
 
 def match_not_served() -> FailedPreconditionError:
-    """The error of Match / BatchMatch on a deployment with ``ensemble.serve_match`` off."""
+    """The error of Match / BatchMatch on a deployment started with ``serve_match=False``."""
     return FailedPreconditionError(
-        "this ensemble deployment serves JudgeRelevance only "
-        "(ensemble.serve_match is false): send Match to one that serves it"
+        "this ensemble deployment serves JudgeRelevance only (it was started for "
+        "labelling): send Match to one that serves it"
     )
 
 
@@ -46,8 +48,10 @@ def item_from_proto(message: ensemble_pb2.MatchRequest) -> MatchRequestItem:
     return MatchRequestItem(message.query, entry_from_proto(message.candidate))
 
 
-def result_to_proto(result: MatchResult) -> ensemble_pb2.MatchResponse:
+def result_to_proto(result: MatchResult, item_id: str = "") -> ensemble_pb2.MatchResponse:
     return ensemble_pb2.MatchResponse(
+        item_id=item_id,
+        threshold=result.threshold,
         p_match=result.p_match,
         match=result.match,
         judges=[
@@ -59,6 +63,20 @@ def result_to_proto(result: MatchResult) -> ensemble_pb2.MatchResponse:
         aggregator=result.aggregator,
         artifact_version=result.artifact_version,
         usage=common_pb2.TokenUsage(prompt_tokens=result.prompt_tokens),
+    )
+
+
+def batch_match_response(
+    results: Sequence[MatchResult], request: ensemble_pb2.BatchMatchRequest | None = None
+) -> ensemble_pb2.BatchMatchResponse:
+    """The results in request order, echoing the request's id and each item's id."""
+    if request is None:
+        return ensemble_pb2.BatchMatchResponse(results=[result_to_proto(r) for r in results])
+    return ensemble_pb2.BatchMatchResponse(
+        request_id=request.request_id,
+        results=[
+            result_to_proto(r, item.item_id) for r, item in zip(results, request.items, strict=True)
+        ],
     )
 
 
@@ -103,7 +121,7 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
         self._matcher = matcher
 
     serve_match: bool = True
-    """False: this deployment serves JudgeRelevance only (``ensemble.serve_match``)."""
+    """False: this deployment serves JudgeRelevance only (``build_host(serve_match=False)``)."""
 
     def _ready(self) -> Matcher:
         if not self.serve_match:
@@ -117,7 +135,7 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
     ) -> ensemble_pb2.MatchResponse:
         matcher = self._ready()
         with self._lock:  # one batch on the judges at a time keeps their prefix caches warm
-            return result_to_proto(matcher.match([item_from_proto(request)])[0])
+            return result_to_proto(matcher.match([item_from_proto(request)])[0], request.item_id)
 
     def BatchMatch(
         self, request: ensemble_pb2.BatchMatchRequest, context: grpc.ServicerContext
@@ -126,7 +144,7 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
         items = [item_from_proto(m) for m in request.items]
         with self._lock:
             results = matcher.match(items)
-        return ensemble_pb2.BatchMatchResponse(results=[result_to_proto(r) for r in results])
+        return batch_match_response(results, request)
 
     def JudgeRelevance(
         self, request: ensemble_pb2.JudgeRelevanceRequest, context: grpc.ServicerContext
@@ -138,23 +156,32 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
         return relevance_to_proto(verdict, judge.artifact, request.item_id)
 
 
-def build_host(settings: Settings) -> ServiceHost:
-    """A ServiceHost whose loader builds the profile's matcher and, with
-    ``ensemble.relevance_preload``, the relevance judge (``tribunal serve ensemble``)."""
+def build_host(
+    settings: Settings, *, serve_match: bool = True, preload_relevance: bool = False
+) -> ServiceHost:
+    """A ServiceHost whose loader builds the profile's matcher (``tribunal serve ensemble``).
+
+    Args:
+        serve_match: False: load no matcher and refuse ``Match`` (label jobs' stage
+            hosts call only ``JudgeRelevance``; the matcher would be a load for nothing).
+        preload_relevance: Load the relevance judge at start (if its artifact exists)
+            instead of on the first ``JudgeRelevance``, so no labelled item waits for it.
+    """
     servicer = EnsembleServicer()
     relevance = RelevanceJudgeSlot(settings)
 
-    servicer.serve_match = settings.ensemble.serve_match
+    servicer.serve_match = serve_match
 
     def load() -> None:
-        if settings.ensemble.serve_match:
+        if serve_match:
             servicer.set_matcher(load_matcher(settings))
-        if settings.ensemble.relevance_preload:
+        if preload_relevance:
             relevance.preload()
         servicer.relevance = relevance
 
     return ServiceHost(
         settings.server,
+        request_limits=RequestLimits.from_settings(settings),
         name="ensemble",
         bindings=[
             ServiceBinding(

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core import InvalidArgumentError, ResourceExhaustedError
+from ..core import InvalidArgumentError, ResourceExhaustedError, check_deadline
 from ..retrieval import chunk_text
 from ._checkers import SupportChecker, SupportScore
 from ._quote import QuoteChecker, QuoteMatch
@@ -112,9 +112,9 @@ class EntailmentCascade:
         entail_threshold: P(entail) at or above which a pair is ENTAILED.
         contradict_threshold: P(contradict) at or above which a non-entailed pair
             is CONTRADICTED (backends without contradiction give NEUTRAL).
-        chunk_chars: Premise chunk size bound (characters, sentence-aligned).
+        chunk_size_chars: Premise chunk size bound (characters, sentence-aligned).
         quote_checker: Stage 0.
-        max_pairs: Largest batch accepted.
+        max_pairs_per_request: Largest batch accepted.
         max_premise_chars: Longest premise accepted.
         max_hypothesis_chars: Longest hypothesis accepted.
     """
@@ -127,9 +127,9 @@ class EntailmentCascade:
         uncertain_band: tuple[float, float] = (0.2, 0.8),
         entail_threshold: float = 0.5,
         contradict_threshold: float = 0.5,
-        chunk_chars: int = 2000,
+        chunk_size_chars: int = 2000,
         quote_checker: QuoteChecker | None = None,
-        max_pairs: int = 256,
+        max_pairs_per_request: int = 256,
         max_premise_chars: int = 20_000,
         max_hypothesis_chars: int = 2_000,
     ) -> None:
@@ -141,9 +141,9 @@ class EntailmentCascade:
         self.uncertain_band = uncertain_band
         self.entail_threshold = entail_threshold
         self.contradict_threshold = contradict_threshold
-        self.chunk_chars = chunk_chars
+        self.chunk_size_chars = chunk_size_chars
         self.quote_checker = quote_checker or QuoteChecker()
-        self.max_pairs = max_pairs
+        self.max_pairs_per_request = max_pairs_per_request
         self.max_premise_chars = max_premise_chars
         self.max_hypothesis_chars = max_hypothesis_chars
         self.strong_calls_ = 0
@@ -155,9 +155,10 @@ class EntailmentCascade:
         """Raise a caller-facing error naming the first bad field."""
         if not pairs:
             raise InvalidArgumentError("send at least one pair", field="pairs")
-        if len(pairs) > self.max_pairs:
+        if len(pairs) > self.max_pairs_per_request:
             raise ResourceExhaustedError(
-                f"{len(pairs)} pairs in one request; the limit is {self.max_pairs}: split the batch"
+                f"{len(pairs)} pairs in one request; the limit is "
+                f"{self.max_pairs_per_request}: split the batch"
             )
         for i, pair in enumerate(pairs):
             if not pair.premise.strip():
@@ -192,8 +193,10 @@ class EntailmentCascade:
             self.quote_checker.find(p.premise, p.quote) if p.quote.strip() else None for p in pairs
         ]
         todo = [i for i, q in enumerate(quotes) if q is None or q.found]
-        chunks = {i: split_premise(pairs[i].premise, self.chunk_chars) for i in todo}
+        chunks = {i: split_premise(pairs[i].premise, self.chunk_size_chars) for i in todo}
+        check_deadline("the entailment check (before the fast checker)")
         fast = self._max_over_chunks(self.fast, pairs, todo, chunks)
+        check_deadline("the entailment check (before the strong checker)")
         low, high = self.uncertain_band
         uncertain = [i for i in todo if low <= fast[i].score.p_entail <= high]
         strong: dict[int, _Decision] = {}

@@ -55,9 +55,13 @@ def build_cascade(settings: Settings) -> EntailmentCascade:
         uncertain_band=(options.uncertain_low, options.uncertain_high),
         entail_threshold=options.entail_threshold,
         contradict_threshold=options.contradict_threshold,
-        chunk_chars=options.chunk_chars,
-        quote_checker=QuoteChecker(options.quote_min_ratio, options.quote_min_chars),
-        max_pairs=options.max_pairs,
+        chunk_size_chars=options.chunk_size_chars,
+        quote_checker=QuoteChecker(
+            options.quote_min_ratio,
+            options.quote_min_chars,
+            max_quote_chars=options.max_quote_chars,
+        ),
+        max_pairs_per_request=options.max_pairs_per_request,
         max_premise_chars=options.max_premise_chars,
         max_hypothesis_chars=options.max_hypothesis_chars,
     )

@@ -18,22 +18,25 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import grpc_status
-from ..v1 import common_pb2, entailment_pb2
+from ..deploy import ServeApp
+from ..retrieval import checker_version
+from ..v1 import entailment_pb2
 from ._cascade import EntailmentCascade, EntailmentVerdict, PairToCheck
 from ._factory import build_cascade
-from .servicer import verdict_to_proto
+from .servicer import check_quotes, check_response, pairs_from_proto
 
 __all__ = ["EntailmentDeployment", "build_app"]
 
 
 @serve.deployment(name="entailment")
-class EntailmentDeployment:
+class EntailmentDeployment(ServeApp, service="entailment"):
     """A replica: the profile's cascade, with concurrent single pairs batched."""
 
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
+        super().__init__(settings)
         self.cascade: EntailmentCascade = build_cascade(settings)
+        self.checker_version = checker_version(settings)
         options = settings.entailment.deployment
         self.check_one.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
         self.check_one.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
@@ -55,14 +58,13 @@ class EntailmentDeployment:
     async def Check(
         self, request: entailment_pb2.CheckRequest, grpc_context: Any = None
     ) -> entailment_pb2.CheckResponse:
-        with grpc_status(grpc_context):
-            pairs = [PairToCheck(p.premise, p.hypothesis, p.quote) for p in request.pairs]
-            verdicts = await self.check(pairs, request.fast_only)
-            return entailment_pb2.CheckResponse(
-                results=[verdict_to_proto(v) for v in verdicts],
-                strong_calls=sum(v.decided_by.value == "strong" for v in verdicts),
-                usage=common_pb2.TokenUsage(prompt_tokens=sum(v.prompt_tokens for v in verdicts)),
-            )
+        verdicts = await self.check(pairs_from_proto(request), request.fast_only)
+        return check_response(verdicts, self.checker_version)
+
+    async def CheckQuotes(
+        self, request: entailment_pb2.CheckQuotesRequest, grpc_context: Any = None
+    ) -> entailment_pb2.CheckQuotesResponse:
+        return check_quotes(self.cascade.quote_checker, request)
 
 
 def build_app(settings: Settings) -> Application:

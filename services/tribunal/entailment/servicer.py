@@ -8,16 +8,25 @@ the runtime's interceptor maps them to status codes.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import grpc
 
 from ..core import Settings, UnavailableError
-from ..core.server import ServiceBinding, ServiceHost
+from ..core.server import RequestLimits, ServiceBinding, ServiceHost
 from ..v1 import common_pb2, entailment_pb2, entailment_pb2_grpc
 from ._cascade import CheckStage, EntailmentCascade, EntailmentLabel, EntailmentVerdict, PairToCheck
-from ._quote import QuoteMatch
+from ._quote import QuoteChecker, QuoteMatch
 
-__all__ = ["SERVICE_NAME", "EntailmentServicer", "build_host", "verdict_to_proto"]
+__all__ = [
+    "SERVICE_NAME",
+    "EntailmentServicer",
+    "build_host",
+    "check_quotes",
+    "check_response",
+    "pairs_from_proto",
+    "verdict_to_proto",
+]
 
 SERVICE_NAME = "tribunal.v1.EntailmentService"
 
@@ -59,12 +68,42 @@ def verdict_to_proto(verdict: EntailmentVerdict) -> entailment_pb2.EntailmentRes
     return result
 
 
+def pairs_from_proto(request: entailment_pb2.CheckRequest) -> list[PairToCheck]:
+    return [PairToCheck(p.premise, p.hypothesis, p.quote) for p in request.pairs]
+
+
+def check_response(
+    verdicts: Sequence[EntailmentVerdict], checker_version: str = ""
+) -> entailment_pb2.CheckResponse:
+    """The response of one ``Check``: counted from its own verdicts, so it stays right when
+    a deployment gathers several requests into one cascade call."""
+    return entailment_pb2.CheckResponse(
+        checker_version=checker_version,
+        results=[verdict_to_proto(v) for v in verdicts],
+        strong_calls=sum(v.decided_by is CheckStage.STRONG for v in verdicts),
+        usage=common_pb2.TokenUsage(prompt_tokens=sum(v.prompt_tokens for v in verdicts)),
+    )
+
+
+def check_quotes(
+    checker: QuoteChecker, request: entailment_pb2.CheckQuotesRequest
+) -> entailment_pb2.CheckQuotesResponse:
+    """``CheckQuotes``: where each quote occurs in its premise (string matching only)."""
+    return entailment_pb2.CheckQuotesResponse(
+        matches=[_quote_to_proto(checker.find(q.premise, q.quote)) for q in request.quotes]
+    )
+
+
 class EntailmentServicer(entailment_pb2_grpc.EntailmentServiceServicer):
     """Serves a cascade once it is loaded (``set_cascade``); UNAVAILABLE before."""
 
-    def __init__(self, cascade: EntailmentCascade | None = None) -> None:
+    def __init__(
+        self, cascade: EntailmentCascade | None = None, checker_version: str = ""
+    ) -> None:
         self._cascade = cascade
         self._lock = threading.Lock()
+        self.checker_version = checker_version
+        """Reported in every CheckResponse (``tribunal.retrieval.checker_version``)."""
 
     def set_cascade(self, cascade: EntailmentCascade) -> None:
         self._cascade = cascade
@@ -78,34 +117,27 @@ class EntailmentServicer(entailment_pb2_grpc.EntailmentServiceServicer):
         self, request: entailment_pb2.CheckRequest, context: grpc.ServicerContext
     ) -> entailment_pb2.CheckResponse:
         cascade = self._ready()
-        pairs = [PairToCheck(p.premise, p.hypothesis, p.quote) for p in request.pairs]
+        pairs = pairs_from_proto(request)
         # The checkers hold one model each; one batch at a time keeps their caches coherent.
         with self._lock:
-            before = cascade.strong_calls_
             verdicts = cascade.check(pairs, fast_only=request.fast_only)
-            strong_calls = cascade.strong_calls_ - before
-        return entailment_pb2.CheckResponse(
-            results=[verdict_to_proto(v) for v in verdicts],
-            strong_calls=strong_calls,
-            usage=common_pb2.TokenUsage(prompt_tokens=sum(v.prompt_tokens for v in verdicts)),
-        )
+        return check_response(verdicts, self.checker_version)
 
     def CheckQuotes(
         self, request: entailment_pb2.CheckQuotesRequest, context: grpc.ServicerContext
     ) -> entailment_pb2.CheckQuotesResponse:
-        checker = self._ready().quote_checker
-        return entailment_pb2.CheckQuotesResponse(
-            matches=[_quote_to_proto(checker.find(q.premise, q.quote)) for q in request.quotes]
-        )
+        return check_quotes(self._ready().quote_checker, request)
 
 
 def build_host(settings: Settings) -> ServiceHost:
     """A ServiceHost whose loader builds the profile's cascade (``tribunal serve entailment``)."""
+    from ..retrieval import checker_version
     from ._factory import build_cascade
 
-    servicer = EntailmentServicer()
+    servicer = EntailmentServicer(checker_version=checker_version(settings))
     return ServiceHost(
         settings.server,
+        request_limits=RequestLimits.from_settings(settings),
         name="entailment",
         bindings=[
             ServiceBinding(

@@ -9,8 +9,8 @@ Ray Serve handles (:class:`StageTransport`), with the same pipeline code.
 
 from ._answer import AnswerPipeline
 from ._label import LabelPipeline
+from ._label_modes import LABEL_MODE_STAGES, LabelMode
 from ._stages import (
-    STAGES,
     Deadline,
     FailureKind,
     StageError,
@@ -21,10 +21,11 @@ from ._stages import (
 from ._trace import RequestTrace
 
 __all__ = [
-    "STAGES",
+    "LABEL_MODE_STAGES",
     "AnswerPipeline",
     "Deadline",
     "FailureKind",
+    "LabelMode",
     "LabelPipeline",
     "RequestTrace",
     "StageError",

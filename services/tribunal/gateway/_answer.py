@@ -1,12 +1,22 @@
-"""``Gateway.Answer``: retrieve → verify (ensemble ‖ entailment) → score → decide.
+"""``Gateway.Answer``: retrieve → keep servable candidates → match → score → decide.
 
-Steps in the vLLM-entrypoint style, each small and each either returning its
-result or raising: :meth:`AnswerPipeline.validate` raises
-:class:`InvalidArgumentError` (the caller's mistake: an error status, no
-decision); every stage problem raises :class:`StageError`, which
-:meth:`AnswerPipeline.answer` turns into FALLBACK with the reason recorded.
-Nothing is returned as an answer unless the confidence service said ACCEPT
-for that very candidate, and the decision was written to the audit store.
+The gateway decides; stages advise. Every reply is checked (:mod:`._checks`):
+consistent with the request it answers and with itself, every signal inside
+its declared range, the confidence reply equal to the verdict of the
+calibrator the gateway trusts. An entry is a candidate only when its stored
+verification is current: VERIFIED by the entailment checker version the
+gateway is configured with (its supporting chunks were checked once, when it
+was written: no entailment call is made per query), or SELF_EVIDENCED under
+its collection's explicit policy; and its answer text hashes to the stored
+sha256. ACCEPT is the gateway's own conclusion: confidence at or above the
+trusted threshold for such an entry.
+
+:meth:`AnswerPipeline.validate` raises :class:`InvalidArgumentError` (the
+caller's mistake: an error status, no decision); everything else ends in a
+decision written to the audit store — a stage problem (error, timeout,
+malformed or inconsistent reply) is FALLBACK with the stage named, and even an
+unexpected failure inside the gateway is a FALLBACK with an audit row, never
+an error status.
 """
 
 from __future__ import annotations
@@ -15,34 +25,34 @@ import logging
 import math
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from ..core import GatewaySettings, InvalidArgumentError, NotFoundError, TribunalError
+from ..confidence import RequestVersions, ScoreResult, ThresholdStatus
+from ..core import (
+    FailedPreconditionError,
+    GatewaySettings,
+    InvalidArgumentError,
+    NotFoundError,
+    TribunalError,
+)
 from ..core.storage import Database, DecisionRecord, EscalationRecord
-from ..v1 import (
-    common_pb2,
-    confidence_pb2,
-    ensemble_pb2,
-    entailment_pb2,
-    gateway_pb2,
-    retrieval_pb2,
+from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, gateway_pb2, retrieval_pb2
+from ._checks import (
+    AnswerPolicy,
+    check_matches,
+    check_scores,
+    check_search,
+    expected_scores,
+    serving_problem,
 )
 from ._metrics import record_decision
-from ._stages import (
-    Deadline,
-    FailureKind,
-    StageError,
-    StageTransport,
-    call_stage,
-    check_probability,
-)
+from ._stages import Deadline, FailureKind, StageError, StageTransport, call_stage
 from ._trace import RequestTrace
 
-__all__ = ["AnswerPipeline"]
+__all__ = ["AnswerPipeline", "CandidateSignals"]
 
 log = logging.getLogger(__name__)
 
@@ -51,35 +61,43 @@ _REASONS = {
     FailureKind.TIMEOUT: gateway_pb2.FALLBACK_REASON_STAGE_TIMEOUT,
     FailureKind.MALFORMED: gateway_pb2.FALLBACK_REASON_MALFORMED_RESPONSE,
 }
-_ENTAILED = entailment_pb2.ENTAILMENT_LABEL_ENTAILED
+_VERIFIED = retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
+_SELF_EVIDENCED = retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED
 
 
 @dataclass(frozen=True)
-class _Checked:
-    """One candidate's verification: the ensemble's verdict, its chunks' entailment."""
+class CandidateSignals:
+    """What the gateway sends to the confidence service for one query, before scoring."""
 
-    hit: retrieval_pb2.SearchHit
-    match: ensemble_pb2.MatchResponse
-    chunks: list[tuple[common_pb2.Chunk, entailment_pb2.EntailmentResult]]
+    entry_ids: tuple[str, ...]
+    """The servable candidates, best retrieval rank first."""
+    signals: tuple[confidence_pb2.Signals, ...]
+    versions: RequestVersions
+    """The KB content version retrieval reported and the matcher that matched."""
 
 
 class AnswerPipeline:
-    """Online matching with fail-closed decisions; thread-safe."""
+    """Online matching with fail-closed decisions; thread-safe.
+
+    Args:
+        settings: Limits, deadlines, retries, fallback text.
+        transport: How the stages are reached.
+        store: Where every decision is written (None: not audited).
+        policy: What the gateway trusts (calibrator, checker version, signal ranges).
+    """
 
     def __init__(
         self,
         settings: GatewaySettings,
         transport: StageTransport,
         *,
-        executor: Executor,
         store: Database | None,
-        max_hypothesis_chars: int | None = None,
+        policy: AnswerPolicy,
     ) -> None:
         self.settings = settings
         self.transport = transport
-        self.executor = executor
         self.store = store
-        self.max_hypothesis_chars = max_hypothesis_chars
+        self.policy = policy
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -108,23 +126,83 @@ class AnswerPipeline:
             query=request.query,
             collection=request.collection or self.settings.collection,
         )
+        # Stage replies must echo this (not the caller's id, which a caller may reuse).
+        call_id = uuid.uuid4().hex
         budget = self.settings.deadline_s if deadline_s is None else deadline_s
         deadline = Deadline(min(budget, self.settings.deadline_s))
         try:
-            hits = self._retrieve(trace, deadline)
-            if not hits:
-                response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CANDIDATE)
-            else:
-                checked = self._verify(trace, deadline, hits[: self.settings.candidates])
-                signals = [_signals(item) for item in checked]
-                scores = self._score(trace, deadline, signals)
-                response = self._decide(trace, checked, signals, scores)
+            response = self._run(trace, deadline, call_id)
         except StageError as failure:
             log.warning("answer fell back", extra={"stage": failure.stage, "why": str(failure)})
             response = self._fallback(
                 trace, _REASONS[failure.kind], stage=failure.stage, error=failure.message
             )
+        except (InvalidArgumentError, NotFoundError):
+            raise  # the caller's mistake, reported by retrieval: an error status, no decision
+        except Exception as exc:  # a gateway bug must still end in an audited fallback
+            log.exception("answer failed inside the gateway")
+            response = self._fallback(
+                trace,
+                gateway_pb2.FALLBACK_REASON_STAGE_ERROR,
+                stage="gateway",
+                error=f"{type(exc).__name__}: {exc}",
+            )
         return self._audited(trace, response)
+
+    def _run(
+        self, trace: RequestTrace, deadline: Deadline, call_id: str
+    ) -> gateway_pb2.AnswerResponse:
+        hits, kb_version = self._retrieve(trace, deadline, call_id)
+        if not hits:
+            return self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CANDIDATE)
+        candidates = self._servable(trace, hits)
+        if not candidates:
+            return self._fallback(trace, gateway_pb2.FALLBACK_REASON_UNVERIFIED)
+        matches = self._match(trace, deadline, call_id, candidates)
+        signals = [_signals(hit, match) for hit, match in zip(candidates, matches, strict=True)]
+        versions = _versions(trace, matches, self.settings.candidates)
+        try:
+            self.policy.scorer.check_versions(versions)
+        except FailedPreconditionError as exc:
+            # Calibrated on another KB version or matcher: nothing here is certified.
+            _audit_signals(trace, candidates, signals, None)
+            log.warning("calibrator bound elsewhere", extra={"why": exc.message})
+            return self._fallback(
+                trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD, error=exc.message
+            )
+        scores = self._score(trace, deadline, call_id, candidates, signals, versions=versions)
+        return self._decide(trace, candidates, signals, scores, kb_version)
+
+    def candidate_signals(
+        self, request: gateway_pb2.AnswerRequest, *, deadline_s: float | None = None
+    ) -> CandidateSignals:
+        """Retrieve and match as :meth:`answer` does, and return what it would send to the
+        confidence service; nothing is scored, decided or audited (``tribunal calibrate``).
+
+        Raises:
+            InvalidArgumentError, NotFoundError: the request is the caller's mistake.
+            StageError: a stage failed.
+        """
+        self.validate(request)
+        trace = RequestTrace(
+            kind="answer",
+            request_id=request.request_id or uuid.uuid4().hex,
+            query=request.query,
+            collection=request.collection or self.settings.collection,
+        )
+        call_id = uuid.uuid4().hex
+        deadline = Deadline(self.settings.deadline_s if deadline_s is None else deadline_s)
+        hits, _ = self._retrieve(trace, deadline, call_id)
+        candidates = self._servable(trace, hits) if hits else []
+        if not candidates:
+            content = str(trace.versions.get("kb", {}).get("content", ""))
+            return CandidateSignals((), (), RequestVersions(collection_version=content))
+        matches = self._match(trace, deadline, call_id, candidates)
+        return CandidateSignals(
+            tuple(hit.entry.id for hit in candidates),
+            tuple(_signals(hit, match) for hit, match in zip(candidates, matches, strict=True)),
+            _versions(trace, matches, self.settings.candidates),
+        )
 
     def _call(self, stage: str, method: str, request: Any, timeout_s: float, **kw: Any) -> Any:
         return call_stage(
@@ -138,7 +216,9 @@ class AnswerPipeline:
             **kw,
         )
 
-    def _retrieve(self, trace: RequestTrace, deadline: Deadline) -> list[retrieval_pb2.SearchHit]:
+    def _retrieve(
+        self, trace: RequestTrace, deadline: Deadline, call_id: str
+    ) -> tuple[list[retrieval_pb2.SearchHit], int]:
         timeout = deadline.budget(
             "retrieval",
             ["verify", "confidence"],
@@ -146,7 +226,10 @@ class AnswerPipeline:
             self.settings.stage_timeout_s.get("retrieval", math.inf),
         )
         request = retrieval_pb2.SearchRequest(
-            collection=trace.collection, query=trace.query, top_k=self.settings.top_k
+            collection=trace.collection,
+            query=trace.query,
+            top_k=self.settings.top_k,
+            request_id=call_id,
         )
         with trace.stage("retrieval"):
             # An unknown collection or a query retrieval refuses is the caller's to fix.
@@ -157,168 +240,186 @@ class AnswerPipeline:
                 timeout,
                 propagate=(InvalidArgumentError, NotFoundError),
             )
-        hits = list(response.hits)
-        for hit in hits:
-            if not hit.entry.id or not math.isfinite(hit.score) or hit.rank < 1:
-                raise StageError("retrieval", FailureKind.MALFORMED, "a hit lacks id/score/rank")
+        if not isinstance(response, retrieval_pb2.SearchResponse):
+            raise StageError("retrieval", FailureKind.MALFORMED, "not a SearchResponse")
+        hits = check_search(response, request_id=call_id, query=trace.query, policy=self.policy)
         trace.candidate_ids = [hit.entry.id for hit in hits]
-        return hits
+        trace.versions["kb"] = {
+            "collection": trace.collection,
+            "version": response.kb_version,
+            "content": response.kb_content_version,
+        }
+        return hits, response.kb_version
 
-    def _verify(
-        self, trace: RequestTrace, deadline: Deadline, hits: Sequence[retrieval_pb2.SearchHit]
-    ) -> list[_Checked]:
-        """The ensemble and the entailment check run concurrently on every candidate."""
-        timeout = deadline.budget("verify", ["confidence"], self.settings.stage_share, math.inf)
-        match_request = ensemble_pb2.BatchMatchRequest(
-            items=[ensemble_pb2.MatchRequest(query=trace.query, candidate=h.entry) for h in hits]
+    def _servable(
+        self, trace: RequestTrace, hits: Sequence[retrieval_pb2.SearchHit]
+    ) -> list[retrieval_pb2.SearchHit]:
+        """The best ``candidates`` hits whose stored verification is current."""
+        kept: list[retrieval_pb2.SearchHit] = []
+        refused: dict[str, str] = {}
+        for hit in hits:
+            problem = serving_problem(hit, self.policy)
+            if problem is None:
+                kept.append(hit)
+            else:
+                refused[hit.entry.id] = problem
+        if refused:
+            trace.detail["not_served"] = refused
+        return kept[: self.settings.candidates]
+
+    def _match(
+        self,
+        trace: RequestTrace,
+        deadline: Deadline,
+        call_id: str,
+        candidates: Sequence[retrieval_pb2.SearchHit],
+    ) -> list[ensemble_pb2.MatchResponse]:
+        """The ensemble judges whether each candidate answers the query (no entailment:
+        the candidates' evidence was verified when they were written)."""
+        timeout = deadline.budget(
+            "verify",
+            ["confidence"],
+            self.settings.stage_share,
+            self.settings.stage_timeout_s.get("ensemble", math.inf),
         )
-        # An answer longer than the entailment service accepts as a hypothesis is not
-        # checked (its entailment signals stay missing) rather than failing every candidate.
-        limit = self.max_hypothesis_chars
-        checkable = [limit is None or len(hit.entry.answer) <= limit for hit in hits]
-        if not all(checkable):
-            trace.detail["entailment_skipped"] = [
-                hit.entry.id for hit, ok in zip(hits, checkable, strict=True) if not ok
-            ]
-        pairs = [
-            (i, chunk) for i, hit in enumerate(hits) if checkable[i] for chunk in hit.entry.chunks
-        ]
-        check_request = entailment_pb2.CheckRequest(
-            pairs=[
-                entailment_pb2.EntailmentPair(premise=chunk.text, hypothesis=hits[i].entry.answer)
-                for i, chunk in pairs
-            ]
+        item_ids = [hit.entry.id for hit in candidates]
+        request = ensemble_pb2.BatchMatchRequest(
+            request_id=call_id,
+            items=[
+                ensemble_pb2.MatchRequest(query=trace.query, candidate=hit.entry, item_id=item)
+                for hit, item in zip(candidates, item_ids, strict=True)
+            ],
         )
-
-        def ensemble() -> ensemble_pb2.BatchMatchResponse:
-            cap = self.settings.stage_timeout_s.get("ensemble", math.inf)
-            with trace.stage("ensemble"):
-                response: ensemble_pb2.BatchMatchResponse = self._call(
-                    "ensemble", "BatchMatch", match_request, min(timeout, cap)
-                )
-                return response
-
-        def entailment() -> entailment_pb2.CheckResponse:
-            if not pairs:  # no supporting chunks: the signal is missing, not zero
-                return entailment_pb2.CheckResponse()
-            cap = self.settings.stage_timeout_s.get("entailment", math.inf)
-            with trace.stage("entailment"):
-                checked: entailment_pb2.CheckResponse = self._call(
-                    "entailment", "Check", check_request, min(timeout, cap)
-                )
-                return checked
-
-        matched = self.executor.submit(ensemble)
-        checked = self.executor.submit(entailment)
-        # Both finish (or time out) within ``timeout``; the first failure decides.
-        matches, checks = matched.result(), checked.result()
-        if len(matches.results) != len(hits):
-            raise StageError(
-                "ensemble",
-                FailureKind.MALFORMED,
-                f"{len(matches.results)} results for {len(hits)} candidates",
-            )
-        if len(checks.results) != len(pairs):
-            raise StageError(
-                "entailment", FailureKind.MALFORMED, f"{len(checks.results)} for {len(pairs)}"
-            )
-        per_candidate: list[list[tuple[common_pb2.Chunk, entailment_pb2.EntailmentResult]]] = [
-            [] for _ in hits
-        ]
-        for (i, chunk), result in zip(pairs, checks.results, strict=True):
-            check_probability("entailment", "p_entail", result.p_entail)
-            if result.HasField("p_contradict"):
-                check_probability("entailment", "p_contradict", result.p_contradict)
-            per_candidate[i].append((chunk, result))
-        for match in matches.results:
-            check_probability("ensemble", "p_match", match.p_match)
-            for judge in match.judges:
-                check_probability("ensemble", f"judges[{judge.judge}].p_yes", judge.p_yes)
-        first = matches.results[0]
+        with trace.stage("ensemble"):
+            response = self._call("ensemble", "BatchMatch", request, timeout)
+        if not isinstance(response, ensemble_pb2.BatchMatchResponse):
+            raise StageError("ensemble", FailureKind.MALFORMED, "not a BatchMatchResponse")
+        matches = check_matches(response, request_id=call_id, item_ids=item_ids)
+        first = matches[0]
         trace.versions["ensemble"] = {
             "aggregator": first.aggregator,
             "artifact": first.artifact_version,
             "judges": {j.judge: {"model": j.model, "prompt": j.prompt} for j in first.judges},
         }
-        models = sorted({r.model for r in checks.results if r.model})
-        if models:
-            trace.versions["entailment"] = {"models": models}
-        return [
-            _Checked(hit, match, chunks)
-            for hit, match, chunks in zip(hits, matches.results, per_candidate, strict=True)
-        ]
+        return matches
 
     def _score(
-        self, trace: RequestTrace, deadline: Deadline, signals: Sequence[confidence_pb2.Signals]
-    ) -> list[confidence_pb2.ScoreResponse]:
+        self,
+        trace: RequestTrace,
+        deadline: Deadline,
+        call_id: str,
+        candidates: Sequence[retrieval_pb2.SearchHit],
+        signals: Sequence[confidence_pb2.Signals],
+        *,
+        versions: RequestVersions,
+    ) -> list[ScoreResult]:
+        """The confidence service's verdicts, each equal to the trusted calibrator's."""
         timeout = deadline.budget(
             "confidence",
             [],
             self.settings.stage_share,
             self.settings.stage_timeout_s.get("confidence", math.inf),
         )
+        item_ids = [hit.entry.id for hit in candidates]
         request = confidence_pb2.BatchScoreRequest(
-            items=[confidence_pb2.ScoreRequest(signals=s) for s in signals]
+            request_id=call_id,
+            items=[
+                confidence_pb2.ScoreRequest(
+                    signals=s,
+                    item_id=item,
+                    kb_content_version=versions.collection_version,
+                    matcher_version=versions.matcher,
+                )
+                for s, item in zip(signals, item_ids, strict=True)
+            ],
         )
         with trace.stage("confidence"):
             response = self._call("confidence", "BatchScore", request, timeout)
-        scores = list(response.results)
-        if len(scores) != len(signals):
-            raise StageError(
-                "confidence", FailureKind.MALFORMED, f"{len(scores)} scores for {len(signals)}"
-            )
-        for score in scores:
-            check_probability("confidence", "confidence", score.confidence)
-            if score.decision == common_pb2.DECISION_UNSPECIFIED or not math.isfinite(
-                score.threshold
-            ):
-                raise StageError("confidence", FailureKind.MALFORMED, "no decision/threshold")
+        if not isinstance(response, confidence_pb2.BatchScoreResponse):
+            raise StageError("confidence", FailureKind.MALFORMED, "not a BatchScoreResponse")
+        expected = expected_scores(self.policy, signals)
+        check_scores(response, request_id=call_id, item_ids=item_ids, expected=expected)
         trace.versions["confidence"] = {
-            "calibrator": scores[0].calibrator_version,
-            "alpha": scores[0].alpha,
+            "calibrator": expected[0].calibrator_version,
+            "alpha": expected[0].alpha,
         }
-        return scores
+        return expected
 
     def _decide(
         self,
         trace: RequestTrace,
-        checked: Sequence[_Checked],
+        candidates: Sequence[retrieval_pb2.SearchHit],
         signals: Sequence[confidence_pb2.Signals],
-        scores: Sequence[confidence_pb2.ScoreResponse],
+        scores: Sequence[ScoreResult],
+        kb_version: int,
     ) -> gateway_pb2.AnswerResponse:
-        for item, item_signals, score in zip(checked, signals, scores, strict=True):
-            trace.signals[item.hit.entry.id] = {
-                "signals": MessageToDict(item_signals, preserving_proto_field_name=True),
-                "confidence": score.confidence,
-                "decision": common_pb2.Decision.Name(score.decision),
-            }
-        best = max(range(len(checked)), key=lambda i: scores[i].confidence)
-        item, score = checked[best], scores[best]
-        trace.detail["best_candidate"] = item.hit.entry.id
-        if score.decision == common_pb2.DECISION_ACCEPT:
-            return gateway_pb2.AnswerResponse(
-                decision=common_pb2.DECISION_ACCEPT,
-                answer=item.hit.entry.answer,
-                kb_entry_id=item.hit.entry.id,
-                confidence=score.confidence,
-                threshold=score.threshold,
-                evidence=[
-                    gateway_pb2.Evidence(chunk_id=chunk.id, text=chunk.text, p_entail=r.p_entail)
-                    for chunk, r in item.chunks
-                    if r.label == _ENTAILED
-                ],
-            )
+        _audit_signals(trace, candidates, signals, scores)
+        best = max(range(len(candidates)), key=lambda i: scores[i].confidence)
+        hit, score = candidates[best], scores[best]
+        trace.detail["best_candidate"] = hit.entry.id
+        if score.status is ThresholdStatus.NOT_CERTIFIED:
+            # A configured state, not a stage fault: no threshold is certified for alpha.
+            response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD)
+            response.confidence = score.confidence
+            return response
+        if score.decision.value == "accept":
+            return self._accept(trace, hit, score, kb_version)
         response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_LOW_CONFIDENCE)
         response.confidence = score.confidence
         response.threshold = score.threshold
-        if score.decision == common_pb2.DECISION_ESCALATE and self.settings.escalate_to == "human":
+        if score.decision.value == "escalate" and self.settings.escalate_to == "human":
             response.decision = common_pb2.DECISION_ESCALATE
             trace.detail["escalate"] = {
-                "kb_entry_id": item.hit.entry.id,
-                "answer": item.hit.entry.answer,
+                "kb_entry_id": hit.entry.id,
+                "answer": hit.entry.answer,
                 "confidence": score.confidence,
             }
         return response
+
+    def _accept(
+        self,
+        trace: RequestTrace,
+        hit: retrieval_pb2.SearchHit,
+        score: ScoreResult,
+        kb_version: int,
+    ) -> gateway_pb2.AnswerResponse:
+        """The only place an ACCEPT is built: the invariants are asserted once more here."""
+        verification = hit.verification
+        if not score.confidence >= score.threshold or serving_problem(hit, self.policy):
+            raise StageError("gateway", FailureKind.ERROR, "an ACCEPT failed its own invariants")
+        policy = "verified" if verification.verdict == _VERIFIED else "self_evidenced"
+        chunks = {chunk.id: chunk for chunk in hit.entry.chunks}
+        served = {
+            "kb_entry_id": hit.entry.id,
+            "answer_sha256": verification.answer_sha256,
+            "entry_sha256": verification.entry_sha256,
+            "kb_version": kb_version,
+            "evidence_policy": policy,
+            "checker_version": verification.checker_version,
+            "verified_at": verification.verified_at,
+            "entailed_chunk_ids": list(verification.entailed_chunk_ids),
+        }
+        trace.detail["served"] = served
+        return gateway_pb2.AnswerResponse(
+            decision=common_pb2.DECISION_ACCEPT,
+            answer=hit.entry.answer,
+            kb_entry_id=hit.entry.id,
+            confidence=score.confidence,
+            threshold=score.threshold,
+            evidence=[
+                gateway_pb2.Evidence(
+                    chunk_id=chunk_id,
+                    text=chunks[chunk_id].text,
+                    p_entail=verification.chunk_p_entail.get(chunk_id, 0.0),
+                )
+                for chunk_id in verification.entailed_chunk_ids
+            ],
+            answer_sha256=verification.answer_sha256,
+            entry_sha256=verification.entry_sha256,
+            kb_version=kb_version,
+            evidence_policy=policy,
+            checker_version=verification.checker_version,
+        )
 
     def _fallback(
         self,
@@ -358,7 +459,20 @@ class AnswerPipeline:
         if self.store is None:
             return ""
         has_confidence = response.HasField("confidence")
-        audit_id = self.store.append_decision(
+        escalate = trace.detail.get("escalate")
+        escalation = (
+            EscalationRecord(
+                query=trace.query,
+                chunk=str(escalate["answer"]),
+                reason="low_confidence_match",
+                item_id=trace.request_id,
+                history=escalate,
+            )
+            if escalate is not None
+            else None
+        )
+        # One transaction: an escalation is never queued without its decision.
+        audit_id, _ = self.store.record_decision(
             DecisionRecord(
                 kind="answer",
                 query=trace.query,
@@ -377,20 +491,9 @@ class AnswerPipeline:
                 latencies_ms=dict(trace.latencies_ms),
                 total_ms=trace.total_ms(),
                 detail={k: v for k, v in trace.detail.items() if k != "error"},
-            )
+            ),
+            escalation,
         )
-        escalate = trace.detail.get("escalate")
-        if escalate is not None:
-            self.store.add_escalation(
-                EscalationRecord(
-                    query=trace.query,
-                    chunk=str(escalate["answer"]),
-                    reason="low_confidence_match",
-                    item_id=trace.request_id,
-                    history=escalate,
-                    audit_id=audit_id,
-                )
-            )
         return audit_id
 
 
@@ -406,25 +509,57 @@ def _reason(response: gateway_pb2.AnswerResponse) -> str:
     )
 
 
-def _signals(item: _Checked) -> confidence_pb2.Signals:
-    """What the confidence service sees for one candidate; a stage that did not run is absent."""
-    hit = item.hit
+def _versions(
+    trace: RequestTrace, matches: Sequence[ensemble_pb2.MatchResponse], candidates: int
+) -> RequestVersions:
+    """The KB content version retrieval reported, the matcher that matched, and how many
+    candidates this gateway scores."""
+    first = matches[0]
+    return RequestVersions(
+        collection_version=str(trace.versions.get("kb", {}).get("content", "")),
+        matcher=f"{first.aggregator}:{first.artifact_version}",
+        candidates=candidates,
+    )
+
+
+def _audit_signals(
+    trace: RequestTrace,
+    candidates: Sequence[retrieval_pb2.SearchHit],
+    signals: Sequence[confidence_pb2.Signals],
+    scores: Sequence[ScoreResult] | None,
+) -> None:
+    """Every candidate's signals (and verdict, when scored) go into the audit record."""
+    for index, (hit, item_signals) in enumerate(zip(candidates, signals, strict=True)):
+        record: dict[str, Any] = {
+            "signals": MessageToDict(item_signals, preserving_proto_field_name=True)
+        }
+        if scores is not None:
+            record["confidence"] = scores[index].confidence
+            record["decision"] = scores[index].decision.value.upper()
+        trace.signals[hit.entry.id] = record
+
+
+def _signals(
+    hit: retrieval_pb2.SearchHit, match: ensemble_pb2.MatchResponse
+) -> confidence_pb2.Signals:
+    """What the confidence service sees for one candidate; a signal not measured is absent.
+
+    The entailment signals come from the entry's stored verification (query-independent,
+    checked when the entry was written): absent for a self-evidenced entry.
+    """
     signals = confidence_pb2.Signals(
         retrieval_score=hit.score,
         retrieval_rank=hit.rank,
-        ensemble_p_match=item.match.p_match,
+        ensemble_p_match=match.p_match,
     )
     if hit.HasField("dense_score"):
         signals.dense_score = hit.dense_score
     if hit.HasField("sparse_score"):
         signals.sparse_score = hit.sparse_score
-    for judge in item.match.judges:
+    for judge in match.judges:
         signals.judge_p_yes[judge.judge] = judge.p_yes
-    if item.chunks:
-        results = [r for _, r in item.chunks]
-        signals.entailment_p_entail = max(r.p_entail for r in results)
-        contradictions = [r.p_contradict for r in results if r.HasField("p_contradict")]
-        if contradictions:
-            signals.entailment_p_contradict = max(contradictions)
-        signals.supporting_passages = sum(r.label == _ENTAILED for r in results)
+    verification = hit.verification
+    if verification.verdict == _VERIFIED and verification.chunk_p_entail:
+        signals.entailment_p_entail = max(verification.chunk_p_entail.values())
+        signals.supporting_passages = len(verification.entailed_chunk_ids)
     return signals

@@ -2,13 +2,13 @@
 
 The cheap judge is the ensemble service's relevance judge (``JudgeRelevance``: a
 logistic regression over an LLM's P(yes) and an embedding cosine, fitted on
-relevance data), whose artifact carries its decision points. Modes: ``judge``
-(P(relevant) >= the artifact's threshold), ``debate`` (DREAM on every item) and
-``cascade`` (the default: relevant when P >= band_high, irrelevant when P <=
-band_low, the debate in between; ``gateway.label_relevant_at`` /
-``label_irrelevant_at`` override the band's ends). A debate that ends ESCALATED
-or FAILED, and any stage failure, puts the item in the human queue: a labelling
-request never gets a guessed label.
+relevance data), whose artifact carries its decision points. Modes
+(:class:`LabelMode`): ``judge`` (P(relevant) >= the artifact's threshold),
+``debate`` (DREAM on every item) and ``cascade`` (the default: relevant when P >=
+band_high, irrelevant when P <= band_low, the debate in between;
+``gateway.label_relevant_at`` / ``label_irrelevant_at`` override the band's ends).
+A debate that ends ESCALATED or FAILED, and any stage failure, puts the item in the
+human queue: a labelling request never gets a guessed label.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from google.protobuf.json_format import MessageToDict
 from ..core import GatewaySettings, InvalidArgumentError, TribunalError
 from ..core.storage import Database, DecisionRecord, EscalationRecord
 from ..v1 import common_pb2, debate_pb2, ensemble_pb2, gateway_pb2
+from ._label_modes import LabelMode
 from ._metrics import record_decision
 from ._stages import (
     Deadline,
@@ -38,11 +39,6 @@ __all__ = ["LabelPipeline"]
 
 log = logging.getLogger(__name__)
 
-_MODES = {
-    "cascade": gateway_pb2.LABEL_MODE_CASCADE,
-    "debate": gateway_pb2.LABEL_MODE_DEBATE,
-    "judge": gateway_pb2.LABEL_MODE_JUDGE,
-}
 _DEBATE_LABELLED = (debate_pb2.DEBATE_OUTCOME_AGREED, debate_pb2.DEBATE_OUTCOME_ADJUDICATED)
 
 
@@ -74,8 +70,13 @@ class LabelPipeline:
         for i, answer in enumerate(request.answers):
             if not answer.strip():
                 raise InvalidArgumentError(f"answers[{i}] is empty", field=f"answers[{i}]")
-        if request.mode not in gateway_pb2.LabelMode.values():
-            raise InvalidArgumentError(f"mode {request.mode} is not a LabelMode", field="mode")
+        self.mode(request)
+
+    def mode(self, request: gateway_pb2.LabelRequest) -> LabelMode:
+        """The request's mode, or ``gateway.label_mode`` when it leaves it unspecified."""
+        if request.mode == gateway_pb2.LABEL_MODE_UNSPECIFIED:
+            return LabelMode(self.settings.label_mode)
+        return LabelMode.from_proto(request.mode)
 
     def label(
         self, request: gateway_pb2.LabelRequest, *, deadline_s: float | None = None
@@ -84,17 +85,17 @@ class LabelPipeline:
         trace = RequestTrace(
             kind="label", request_id=request.item_id or uuid.uuid4().hex, query=request.query
         )
-        mode = request.mode or _MODES[self.settings.label_mode]
-        trace.detail["mode"] = gateway_pb2.LabelMode.Name(mode).removeprefix("LABEL_MODE_")
+        mode = self.mode(request)
+        trace.detail["mode"] = mode.name
         budget = self.settings.deadline_s if deadline_s is None else deadline_s
         deadline = Deadline(min(budget, self.settings.deadline_s))
         response = gateway_pb2.LabelResponse(item_id=request.item_id)
         try:
-            if mode != gateway_pb2.LABEL_MODE_DEBATE:
+            if mode is not LabelMode.DEBATE:
                 verdict = self._judge(trace, deadline, request, response)
                 p_relevant = verdict.p_relevant
                 response.p_relevant = p_relevant
-                if mode == gateway_pb2.LABEL_MODE_JUDGE:
+                if mode is LabelMode.JUDGE:
                     relevant = p_relevant >= verdict.threshold
                     _set_label(response, relevant, gateway_pb2.LABEL_SOURCE_JUDGES)
                 else:
@@ -270,25 +271,26 @@ class LabelPipeline:
                 "source": gateway_pb2.LabelSource.Name(response.source),
             },
         )
+        escalation = None
+        if response.source == gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE:
+            history = (
+                MessageToDict(response.debate, preserving_proto_field_name=True)
+                if response.HasField("debate")
+                else {}
+            )
+            escalation = EscalationRecord(
+                query=request.query,
+                chunk=request.chunk,
+                answers=tuple(request.answers),
+                item_id=request.item_id,
+                reason=record.reason or "unsure",
+                history=history,
+            )
         try:
-            response.audit_id = self.store.append_decision(record)
-            if response.source == gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE:
-                history = (
-                    MessageToDict(response.debate, preserving_proto_field_name=True)
-                    if response.HasField("debate")
-                    else {}
-                )
-                response.escalation_id = self.store.add_escalation(
-                    EscalationRecord(
-                        query=request.query,
-                        chunk=request.chunk,
-                        answers=tuple(request.answers),
-                        item_id=request.item_id,
-                        reason=record.reason or "unsure",
-                        history=history,
-                        audit_id=response.audit_id,
-                    )
-                )
+            # One transaction: an escalation is never queued without its decision.
+            response.audit_id, escalation_id = self.store.record_decision(record, escalation)
+            if escalation is not None:
+                response.escalation_id = escalation_id
         except TribunalError as exc:
             # A label nobody can audit is not a label: hand the item back unlabelled.
             log.error("audit write failed", extra={"why": str(exc)})

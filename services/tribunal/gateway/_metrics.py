@@ -1,19 +1,26 @@
-"""Decision and stage metrics, so a dashboard shows the fallback rate next to the load."""
+"""Decision and stage metrics, so a dashboard shows the fallback rate next to the load.
+
+Defined with :class:`tribunal.core.server.Metric`: ``prometheus_client`` in a plain
+process, ``ray.serve.metrics`` inside the gateway's Serve replicas (exported by Ray
+as ``ray_tribunal_gateway_*``, which the chart's Grafana dashboard reads).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from prometheus_client import Counter, Histogram
+from ..core.server import Metric
 
 __all__ = ["DECISIONS", "STAGE_LATENCY", "record_decision"]
 
-DECISIONS = Counter(
+DECISIONS = Metric(
+    "counter",
     "tribunal_gateway_decisions_total",
     "Gateway decisions by kind (answer/label), decision and fallback/escalation reason.",
     ["kind", "decision", "reason"],
 )
-STAGE_LATENCY = Histogram(
+STAGE_LATENCY = Metric(
+    "histogram",
     "tribunal_gateway_stage_seconds",
     "Time the gateway spent waiting on each stage, in seconds.",
     ["stage"],

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import DeadlineExceededError, InternalError, TribunalError, UnavailableError
-from ._stages import STAGES
+from ..deploy import STAGES
 
 __all__ = ["RayServeTransport"]
 

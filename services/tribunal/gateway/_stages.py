@@ -1,9 +1,9 @@
 """Calling a stage: the transport seam, deadlines, bounded retries, failure kinds.
 
-The gateway's pipelines speak protobuf messages to five stages through a
-:class:`StageTransport`; which transport (in-process, remote gRPC, Ray Serve
-handles) is configuration, so the pipelines are the same code in every
-deployment and never import grpc or ray.
+The gateway's pipelines speak protobuf messages to the stages (the registry's
+``tribunal.deploy.STAGES``) through a :class:`StageTransport`; which transport
+(in-process, remote gRPC, Ray Serve handles) is configuration, so the pipelines
+are the same code in every deployment and never import grpc or ray.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any, Protocol
 from ..core import DeadlineExceededError, TribunalError, UnavailableError
 
 __all__ = [
-    "STAGES",
     "Deadline",
     "FailureKind",
     "StageError",
@@ -28,9 +27,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-STAGES: tuple[str, ...] = ("retrieval", "ensemble", "entailment", "confidence", "debate")
-"""Stage names, as used in settings (addresses, timeouts) and in responses."""
 
 
 class StageTransport(Protocol):

@@ -12,13 +12,15 @@ must not run on the replica's event loop: each request runs on a thread of a
 pool as large as ``max_ongoing_requests``, so every request Serve admits runs
 at once (the event loop's default pool has only CPUs + 4 threads). The stage
 fan-out (ensemble ‖ entailment per request) has its own pool, as in
-``servicer.build_host``.
+``servicer.build_host``; store and pipelines are wired by the same code
+(:mod:`._wiring`).
 
 A client's gRPC deadline does not cross Serve's proxy; the request budget is
 ``gateway.deadline_s`` (and the proxy's ``grpc_options.request_timeout_s``).
-With ``server.auth_token`` set, proxy calls must carry ``authorization: Bearer
-<token>`` (UNAUTHENTICATED otherwise); handle calls inside the cluster are not
-checked.
+Every proxy call is checked by :class:`~tribunal.deploy.ServeApp`'s wrapper, as on
+every other application: a credential from ``server.credentials_file`` whose role
+may call the method (UNAUTHENTICATED / PERMISSION_DENIED otherwise). Handle calls
+inside the cluster are not checked.
 
     serve.run(build_app(load_settings(gateway={"discovery": "ray"})), name="gateway")
 """
@@ -26,23 +28,19 @@ checked.
 from __future__ import annotations
 
 import asyncio
-import hmac
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar, cast
 
-import grpc
 from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..core.storage import Database
-from ..deploy import grpc_status
+from ..deploy import ServeApp
 from ..v1 import gateway_pb2
-from ._answer import AnswerPipeline
-from ._label import LabelPipeline
 from ._ray_transport import RayServeTransport
+from ._wiring import build_pipelines, open_audit_store
 from .servicer import GatewayServicer
 
 __all__ = ["GatewayDeployment", "build_app"]
@@ -58,7 +56,7 @@ class _NoDeadline:
 
 
 @serve.deployment(name="gateway")
-class GatewayDeployment:
+class GatewayDeployment(ServeApp, service="gateway"):
     """A replica: the audit store, handles to the stage applications, the pipelines.
 
     Args:
@@ -67,39 +65,17 @@ class GatewayDeployment:
 
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
+        super().__init__(settings)
         self.settings = settings
-        token = settings.server.auth_token
-        self._expected = f"Bearer {token.get_secret_value()}".encode() if token else None
-        self.store = Database(settings.database_url) if settings.gateway.audit else None
-        if self.store is not None:
-            self.store.create_schema()
+        self.store = open_audit_store(settings)
         self.transport = RayServeTransport(settings.gateway.ray_apps)
         workers = settings.gateway.deployment.max_ongoing_requests
         self._requests = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gw-request")
         self._stages = ThreadPoolExecutor(max_workers=2 * workers, thread_name_prefix="gw-stage")
         self.servicer = GatewayServicer(settings)
         self.servicer.set_pipelines(
-            AnswerPipeline(
-                settings.gateway,
-                self.transport,
-                executor=self._stages,
-                store=self.store,
-                max_hypothesis_chars=settings.entailment.max_hypothesis_chars,
-            ),
-            LabelPipeline(settings.gateway, self.transport, store=self.store),
+            *build_pipelines(settings, self.transport, executor=self._stages, store=self.store)
         )
-
-    def _authorize(self, grpc_context: Any | None) -> None:
-        if self._expected is None or grpc_context is None:
-            return
-        supplied = dict(grpc_context.invocation_metadata()).get("authorization", "")
-        if not hmac.compare_digest(str(supplied).encode(), self._expected):
-            grpc_context.set_code(grpc.StatusCode.UNAUTHENTICATED)
-            grpc_context.set_details(
-                "this gateway requires a bearer token: send metadata "
-                "'authorization: Bearer <token>'"
-            )
-            raise PermissionError("missing or wrong bearer token")
 
     async def _run(self, call: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._requests, call)
@@ -107,22 +83,17 @@ class GatewayDeployment:
     async def Answer(
         self, request: gateway_pb2.AnswerRequest, grpc_context: Any = None
     ) -> gateway_pb2.AnswerResponse:
-        self._authorize(grpc_context)
-        with grpc_status(grpc_context):
-            return await self._run(partial(self.servicer.Answer, request, _NoDeadline()))  # type: ignore[arg-type]
+        return await self._run(partial(self.servicer.Answer, request, _NoDeadline()))  # type: ignore[arg-type]
 
     async def Label(
         self, request: gateway_pb2.LabelRequest, grpc_context: Any = None
     ) -> gateway_pb2.LabelResponse:
-        self._authorize(grpc_context)
-        with grpc_status(grpc_context):
-            return await self._run(partial(self.servicer.Label, request, _NoDeadline()))  # type: ignore[arg-type]
+        return await self._run(partial(self.servicer.Label, request, _NoDeadline()))  # type: ignore[arg-type]
 
     async def BatchLabel(
         self, request: gateway_pb2.BatchLabelRequest, grpc_context: Any = None
     ) -> AsyncIterator[gateway_pb2.BatchLabelResponse]:
         """Streams each item's result as it finishes (the servicer's generator, in a thread)."""
-        self._authorize(grpc_context)
         loop = asyncio.get_running_loop()
         finished: asyncio.Queue[gateway_pb2.BatchLabelResponse | None] = asyncio.Queue()
 
@@ -133,11 +104,10 @@ class GatewayDeployment:
             finally:
                 loop.call_soon_threadsafe(finished.put_nowait, None)
 
-        with grpc_status(grpc_context):
-            producer = loop.run_in_executor(self._requests, produce)
-            while (reply := await finished.get()) is not None:
-                yield reply
-            await producer  # re-raises a validation error or what stopped the batch
+        producer = loop.run_in_executor(self._requests, produce)
+        while (reply := await finished.get()) is not None:
+            yield reply
+        await producer  # re-raises a validation error or what stopped the batch
 
     def __del__(self) -> None:
         # Replica shutdown: release the handles, the pools and the database.

@@ -1,31 +1,26 @@
-"""gRPC adapter of the gateway (``tribunal.v1.GatewayService``) and its discovery.
+"""gRPC adapter of the gateway (``tribunal.v1.GatewayService``).
 
-``build_host`` wires the pipelines to the stages the settings name:
-``in-process`` starts every stage's servicer on a second, loopback-only gRPC
-server inside this process (its own thread pool, so gateway calls waiting on
-stages can never starve them); ``grpc`` dials ``gateway.addresses``; ``ray``
-calls Serve applications through handles. The pipelines cannot tell which.
+``build_host`` wires the pipelines to the stages ``gateway.discovery`` names
+(in-process, remote gRPC or Ray Serve handles: :mod:`._wiring`); the pipelines
+cannot tell which.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import grpc
 
-from ..core import FailedPreconditionError, InvalidArgumentError, Settings, UnavailableError
-from ..core.server import ServiceBinding, ServiceHost
-from ..core.storage import Database
+from ..core import InvalidArgumentError, Settings, UnavailableError
+from ..core.server import RequestLimits, ServiceBinding, ServiceHost, status_for
 from ..v1 import gateway_pb2, gateway_pb2_grpc
 from ._answer import AnswerPipeline
-from ._grpc_transport import GrpcTransport
 from ._label import LabelPipeline
-from ._stages import STAGES, StageTransport
+from ._wiring import build_pipelines, connect_stages, open_audit_store
 
-__all__ = ["SERVICE_NAME", "GatewayServicer", "build_host", "build_stage_host"]
+__all__ = ["SERVICE_NAME", "GatewayServicer", "build_host"]
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +62,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     def BatchLabel(
         self, request: gateway_pb2.BatchLabelRequest, context: grpc.ServicerContext
     ) -> Iterator[gateway_pb2.BatchLabelResponse]:
-        """Streams results as items finish; every item is validated before any runs."""
+        """Streams results as items finish; every item is validated before any runs. An
+        item that fails while it runs (a stage down, the audit write) gets its own error
+        reply and the others go on."""
         label = self._pipelines()[1]
-        limit = self.settings.gateway.batch_max_items
+        limit = self.settings.gateway.max_items_per_request
         if not request.items:
             raise InvalidArgumentError("items is empty", field="items")
         if len(request.items) > limit:
             raise InvalidArgumentError(
-                f"{len(request.items)} items; the limit is {limit} (gateway.batch_max_items)",
+                f"{len(request.items)} items; the limit is {limit} (gateway.max_items_per_request)",
                 field="items",
             )
         for i, item in enumerate(request.items):
@@ -90,71 +87,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             for i, item in enumerate(request.items)
         }
         for future in as_completed(futures):
-            yield gateway_pb2.BatchLabelResponse(index=futures[future], result=future.result())
-
-
-def build_stage_host(
-    settings: Settings, stages: Sequence[str] = STAGES, *, name: str = "stages"
-) -> ServiceHost:
-    """The stages' servicers (default: every stage) on one loopback server on a free port,
-    models loaded in turn."""
-    from ..commands.serve import SERVICES
-
-    hosts = []
-    for stage in stages:
-        module_name, _, function = SERVICES[stage].partition(":")
-        factory: Callable[[Settings], ServiceHost] = getattr(
-            importlib.import_module(module_name), function
-        )
-        hosts.append(factory(settings))
-
-    def load_all() -> None:
-        for host in hosts:
-            if host.loader is not None:
-                host.loader()
-
-    server = settings.server.model_copy(
-        update={"host": "127.0.0.1", "port": 0, "metrics_port": None}
-    )
-    return ServiceHost(
-        server,
-        name=name,
-        bindings=[binding for host in hosts for binding in host.bindings],
-        loader=load_all,
-    )
-
-
-def _connect(settings: Settings) -> tuple[StageTransport, ServiceHost | None]:
-    gateway = settings.gateway
-    if gateway.discovery == "grpc":
-        missing = [stage for stage in STAGES if stage not in gateway.addresses]
-        if missing:
-            raise FailedPreconditionError(
-                f"gateway.discovery is grpc but gateway.addresses lacks {missing}",
-                field="gateway.addresses",
-            )
-        token = settings.server.auth_token
-        ca_file = gateway.stage_tls_ca_file
-        return GrpcTransport(
-            gateway.addresses,
-            max_message_bytes=settings.server.max_message_bytes,
-            token=token.get_secret_value() if token is not None else None,
-            root_certificates=ca_file.read_bytes() if ca_file is not None else None,
-        ), None
-    if gateway.discovery == "ray":
-        from ._ray_transport import RayServeTransport
-
-        return RayServeTransport(gateway.ray_apps), None
-    stages = build_stage_host(settings)
-    port = stages.start()
-    if not stages.wait_until_ready():
-        stages.stop(0)
-        raise FailedPreconditionError(f"the in-process stages failed to load: {stages.load_error}")
-    address = f"127.0.0.1:{port}"
-    transport = GrpcTransport(
-        dict.fromkeys(STAGES, address), max_message_bytes=settings.server.max_message_bytes
-    )
-    return transport, stages
+            index = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # one item's failure ends only that item
+                code, message = status_for(exc)
+                yield gateway_pb2.BatchLabelResponse(
+                    index=index, error_code=code.name, error_message=message
+                )
+                continue
+            yield gateway_pb2.BatchLabelResponse(index=index, result=result)
 
 
 def build_host(settings: Settings) -> ServiceHost:
@@ -166,23 +108,15 @@ def build_host(settings: Settings) -> ServiceHost:
     )
 
     def load() -> None:
-        store = Database(settings.database_url) if settings.gateway.audit else None
+        store = open_audit_store(settings)
         if store is not None:
-            store.create_schema()
             opened.append(store.close)
-        transport, stages = _connect(settings)
+        transport, stages = connect_stages(settings)
         opened.append(transport.close)
         if stages is not None:
             opened.append(lambda: stages.stop(0))
         servicer.set_pipelines(
-            AnswerPipeline(
-                settings.gateway,
-                transport,
-                executor=executor,
-                store=store,
-                max_hypothesis_chars=settings.entailment.max_hypothesis_chars,
-            ),
-            LabelPipeline(settings.gateway, transport, store=store),
+            *build_pipelines(settings, transport, executor=executor, store=store)
         )
         log.info("gateway connected", extra={"discovery": settings.gateway.discovery})
 
@@ -193,6 +127,7 @@ def build_host(settings: Settings) -> ServiceHost:
 
     return ServiceHost(
         settings.server,
+        request_limits=RequestLimits.from_settings(settings),
         name="gateway",
         bindings=[
             ServiceBinding(

@@ -12,29 +12,13 @@ Items run through ``Gateway.Label``'s own pipeline; results are written once per
 
 from typing import Any
 
-from ._aggregate import (
-    AggregationResult,
-    Agreement,
-    LabelAggregator,
-    Method,
-    aggregate,
-    agreement,
-    read_votes,
-)
 from ._compare import JobComparison, compare_jobs, comparison_markdown
-from ._crowdrag import (
-    CROWDRAG_DIMENSIONS,
-    CROWDRAG_PAPER_ALPHA,
-    CrowdRagRatings,
-    DimensionReport,
-    read_crowdrag,
-    reproduce_crowdrag,
-    reproduction_markdown,
-)
 from ._inputs import (
     JSONL_FIELDS,
     InputSpec,
+    ItemLimits,
     LabelItem,
+    check_items,
     detect_format,
     read_beir,
     read_corpus,
@@ -46,13 +30,13 @@ from ._inputs import (
     read_trec,
 )
 from ._labeller import (
-    MODES,
     GatewayLabeller,
     Labeller,
+    PartialBatchError,
     PipelineLabeller,
+    failed_result,
     label_request,
     label_result,
-    stages_for_mode,
 )
 from ._outputs import ExportCounts, export_job, final_label, qrels_ids
 from ._review import (
@@ -67,22 +51,18 @@ from ._review import (
 )
 from ._review_tables import ReviewVoteRow
 from ._runner import JobProgress, RunReport, batched, run_job
-from ._store import ItemResult, JobCounts, JobInfo, JobItem, JobStore, check_job_name
+from ._store import ItemResult, JobCounts, JobInfo, JobItem, JobStore, check_job_name, runner_id
 from ._tables import JobItemRow, LabelJobRow
 
 __all__ = [
-    "CROWDRAG_DIMENSIONS",
-    "CROWDRAG_PAPER_ALPHA",
     "JSONL_FIELDS",
-    "MODES",
     "AggregationResult",
     "Agreement",
     "AttentionItem",
-    "CrowdRagRatings",
-    "DimensionReport",
     "ExportCounts",
     "GatewayLabeller",
     "InputSpec",
+    "ItemLimits",
     "ItemResult",
     "JobComparison",
     "JobCounts",
@@ -96,6 +76,7 @@ __all__ = [
     "LabelJobRow",
     "Labeller",
     "Method",
+    "PartialBatchError",
     "PipelineLabeller",
     "ReviewItem",
     "ReviewQueue",
@@ -105,6 +86,7 @@ __all__ = [
     "aggregate",
     "agreement",
     "batched",
+    "check_items",
     "check_job_name",
     "compare_jobs",
     "comparison_markdown",
@@ -112,6 +94,7 @@ __all__ = [
     "detect_format",
     "export_job",
     "export_votes",
+    "failed_result",
     "final_label",
     "item_view",
     "label_request",
@@ -120,7 +103,6 @@ __all__ = [
     "qrels_ids",
     "read_beir",
     "read_corpus",
-    "read_crowdrag",
     "read_items",
     "read_jsonl",
     "read_qrels",
@@ -128,20 +110,37 @@ __all__ = [
     "read_topics",
     "read_trec",
     "read_votes",
-    "reproduce_crowdrag",
-    "reproduction_markdown",
     "review_server",
     "review_stats",
     "run_job",
-    "stages_for_mode",
+    "runner_id",
 ]
 
 
+_AGGREGATION = frozenset(
+    (
+        "AggregationResult",
+        "Agreement",
+        "LabelAggregator",
+        "Method",
+        "aggregate",
+        "agreement",
+        "read_votes",
+    )
+)
+
+
 def __getattr__(name: str) -> Any:
-    # The review web app is the adapter (Starlette, uvicorn): imported on first use, so
-    # importing the jobs domain does not pull in a web server.
+    # Imported on first use, so that importing the jobs domain pulls in neither a web
+    # server nor the analysis stack: the review web app is the adapter (Starlette,
+    # uvicorn: the `review` extra); vote aggregation needs pandas and crowd-kit (the
+    # `analysis` extra).
     if name in ("create_app", "review_server"):
         from . import _review_web
 
         return getattr(_review_web, name)
+    if name in _AGGREGATION:
+        from . import _aggregate
+
+        return getattr(_aggregate, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

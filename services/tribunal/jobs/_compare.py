@@ -20,11 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..core import InvalidArgumentError
-
-# The sweep's numpy balanced accuracy: scikit-learn's definition without its per-call
-# warnings on one-class bootstrap resamples (which bootstrap_ci drops anyway).
-from ..evaluation._sweep_stats import balanced_accuracy
-from ..evaluation.metrics import bootstrap_ci
+from ..core.metrics import balanced_accuracy, bootstrap_ci
 from ._store import JobItem, JobStore
 
 __all__ = ["JobComparison", "compare_jobs", "comparison_markdown"]

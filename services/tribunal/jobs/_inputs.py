@@ -5,24 +5,35 @@ Every reader returns :class:`LabelItem` s in input order, each with a stable
 ``item_id``/``id`` when it has one, else a hash of its text), so a resumed job finds the
 same items under the same keys. A pair the input's qrels judged carries that grade as
 ``gold``; a pair they did not judge (``gold`` None) is a hole the job fills.
+
+:func:`check_items` holds every item to the limits ``Gateway.Label`` enforces (query,
+chunk and answer lengths, answers per item, id length), so that an item the pipeline
+would refuse is recorded as failed, with the reason, when the job is created, instead of
+stopping the job at every resume.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import InvalidArgumentError, NotFoundError
+
+if TYPE_CHECKING:
+    from ..core import Settings
 
 __all__ = [
     "JSONL_FIELDS",
     "InputSpec",
+    "ItemLimits",
     "LabelItem",
+    "check_items",
     "detect_format",
     "read_beir",
     "read_corpus",
@@ -113,6 +124,75 @@ class InputSpec:
             split=data.get("split") or "test",
             fields=dict(data.get("fields") or {}),
         )
+
+
+@dataclass(frozen=True)
+class ItemLimits:
+    """What ``Gateway.Label`` accepts of one item (its settings; see :func:`check_items`)."""
+
+    max_id_chars: int = 128
+    max_query_chars: int = 2_000
+    max_chunk_chars: int = 20_000
+    max_answers_per_item: int = 16
+    max_answer_chars: int = 2_000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ItemLimits:
+        gateway = settings.gateway
+        return cls(
+            max_id_chars=settings.server.max_id_chars,
+            max_query_chars=gateway.max_query_chars,
+            max_chunk_chars=gateway.max_chunk_chars,
+            max_answers_per_item=gateway.max_answers_per_item,
+            max_answer_chars=gateway.max_answer_chars,
+        )
+
+    def problem(self, item: LabelItem) -> str | None:
+        """Why the pipeline would refuse ``item`` (None: it would not)."""
+        texts = (
+            ("item_id", item.item_id, self.max_id_chars, "server.max_id_chars"),
+            ("query", item.query, self.max_query_chars, "gateway.max_query_chars"),
+            ("chunk", item.chunk, self.max_chunk_chars, "gateway.max_chunk_chars"),
+        )
+        for name, text, limit, setting in texts:
+            if name != "item_id" and not text.strip():
+                return f"{name} is empty"
+            if len(text) > limit:
+                return f"{name} has {len(text)} characters; the limit is {limit} ({setting})"
+        if len(item.answers) > self.max_answers_per_item:
+            return (
+                f"answers has {len(item.answers)} entries; the limit is "
+                f"{self.max_answers_per_item} (gateway.max_answers_per_item)"
+            )
+        for i, answer in enumerate(item.answers):
+            if len(answer) > self.max_answer_chars:
+                return (
+                    f"answers[{i}] has {len(answer)} characters; the limit is "
+                    f"{self.max_answer_chars} (gateway.max_answer_chars)"
+                )
+        return None
+
+
+def check_items(
+    items: Sequence[LabelItem], limits: ItemLimits
+) -> tuple[list[LabelItem], dict[str, str]]:
+    """The items, and the reason each one the pipeline would refuse fails (by item id).
+
+    An item whose id is too long to store or send is kept under a stand-in id
+    (``long:`` + a hash of the id), its reason naming the original's start.
+    """
+    kept: list[LabelItem] = []
+    failed: dict[str, str] = {}
+    for original in items:
+        item, reason = original, limits.problem(original)
+        if reason is not None and len(original.item_id) > limits.max_id_chars:
+            digest = hashlib.sha256(original.item_id.encode()).hexdigest()[:24]
+            reason = f"{reason}; the item was {original.item_id[:40]!r}..."
+            item = dataclasses.replace(original, item_id=f"long:{digest}")
+        kept.append(item)
+        if reason is not None:
+            failed[item.item_id] = reason
+    return kept, failed
 
 
 def detect_format(path: Path) -> InputFormat:

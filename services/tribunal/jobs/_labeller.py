@@ -1,9 +1,9 @@
 """Labellers: send items through ``Gateway.Label``'s own code, in-process or remote.
 
 :class:`PipelineLabeller` runs :class:`tribunal.gateway.LabelPipeline` in this process
-over a loopback stage host holding only the stages the mode calls (the ensemble for
-``judge``, the debate for ``debate``, both for ``cascade``), exactly as the gateway
-wires it for ``in-process`` discovery; :class:`GatewayLabeller` sends batches to a
+over a loopback stage host holding only the stages the mode calls
+(:data:`tribunal.gateway.LABEL_MODE_STAGES`), wired by the gateway's own code as for
+``in-process`` discovery; :class:`GatewayLabeller` sends batches to a
 running gateway's ``BatchLabel``. Both turn each LabelResponse into an
 :class:`ItemResult`. This is the adapter layer: gRPC is imported here, lazily.
 """
@@ -13,50 +13,45 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from ..core import FailedPreconditionError, InternalError, InvalidArgumentError, Settings
+from ..core import InternalError, InvalidArgumentError, Settings, TribunalError, UnavailableError
+from ..gateway import LabelMode, LabelPipeline
 from ..v1 import common_pb2, debate_pb2, gateway_pb2
 from ._inputs import LabelItem
 from ._store import ItemResult
 
-if TYPE_CHECKING:
-    from ..core.server import ServiceHost
-
 __all__ = [
-    "MODES",
     "GatewayLabeller",
     "Labeller",
+    "PartialBatchError",
     "PipelineLabeller",
+    "failed_result",
     "label_request",
     "label_result",
-    "stages_for_mode",
 ]
 
-MODES: dict[str, int] = {
-    "cascade": gateway_pb2.LABEL_MODE_CASCADE,
-    "debate": gateway_pb2.LABEL_MODE_DEBATE,
-    "judge": gateway_pb2.LABEL_MODE_JUDGE,
-}
-_STAGES = {"judge": ("ensemble",), "cascade": ("ensemble", "debate"), "debate": ("debate",)}
+
+class PartialBatchError(UnavailableError):
+    """Some items of a batch were labelled before an error that may pass (a stage or the
+    store down): ``results`` are theirs, to be kept; the rest stay pending."""
+
+    def __init__(self, message: str, results: Sequence[ItemResult]) -> None:
+        super().__init__(message)
+        self.results = list(results)
 
 
 class Labeller(Protocol):
-    """Labels a batch of items; thread-safe; results in the items' order."""
+    """Labels a batch of items; thread-safe; results in the items' order.
+
+    An item the pipeline refuses (INVALID_ARGUMENT) gets a :func:`failed_result` and the
+    batch goes on; an error that may pass raises :class:`PartialBatchError` with the
+    results so far.
+    """
 
     def label(self, items: Sequence[LabelItem]) -> list[ItemResult]: ...
 
     def close(self) -> None: ...
-
-
-def stages_for_mode(mode: str) -> tuple[str, ...]:
-    """The stages ``LabelPipeline`` calls in ``mode`` (the others are never loaded)."""
-    try:
-        return _STAGES[mode]
-    except KeyError:
-        raise InvalidArgumentError(
-            f"mode {mode!r} is not one of {', '.join(_STAGES)}", field="mode"
-        ) from None
 
 
 def label_request(item: LabelItem, mode: str) -> gateway_pb2.LabelRequest:
@@ -64,7 +59,7 @@ def label_request(item: LabelItem, mode: str) -> gateway_pb2.LabelRequest:
         query=item.query,
         chunk=item.chunk,
         answers=list(item.answers),
-        mode=MODES[mode],  # type: ignore[arg-type]
+        mode=LabelMode.parse(mode).proto,
         item_id=item.item_id,
     )
 
@@ -91,23 +86,23 @@ def label_result(response: gateway_pb2.LabelResponse, seconds: float) -> ItemRes
     )
 
 
-def build_label_stages(settings: Settings, stages: Sequence[str]) -> ServiceHost:
-    """The named stages' servicers on one loopback gRPC server, models loaded in turn
-    (``gateway.servicer.build_stage_host`` for a subset: a judge-only job never loads the
-    debate's models). The loopback server takes no token: only this process dials it."""
-    from ..gateway.servicer import build_stage_host
+def failed_result(item_id: str, reason: str, seconds: float = 0.0) -> ItemResult:
+    """The result of an item the pipeline refused: source ``FAILED`` and the reason."""
+    return ItemResult(item_id=item_id, label=None, source="FAILED", seconds=seconds, error=reason)
 
+
+def label_settings(settings: Settings) -> Settings:
+    """``settings`` as the labelling stages run them: the loopback server takes no token
+    (only this process dials it)."""
     server = settings.server.model_copy(update={"auth_token": None})
-    # Labelling is what the ensemble stage is here for: load its relevance judge up front,
-    # and not the matching panel (three LLMs Label never calls).
-    ensemble = settings.ensemble.model_copy(
-        update={"relevance_preload": True, "serve_match": False}
-    )
-    return build_stage_host(
-        settings.model_copy(update={"server": server, "ensemble": ensemble}),
-        stages,
-        name="label-stages",
-    )
+    return settings.model_copy(update={"server": server})
+
+
+LABEL_HOST_OPTIONS: dict[str, dict[str, bool]] = {
+    "ensemble": {"serve_match": False, "preload_relevance": True}
+}
+"""How the labelling stages are hosted: the ensemble loads its relevance judge up front
+and not the matching panel (three LLMs ``Label`` never calls)."""
 
 
 class PipelineLabeller:
@@ -115,31 +110,30 @@ class PipelineLabeller:
     ``settings.database_url`` as the gateway's do."""
 
     def __init__(self, settings: Settings, mode: str, *, load_timeout_s: float = 3600.0) -> None:
-        from ..core.storage import Database
-        from ..gateway import LabelPipeline, StageTransport
-        from ..gateway._grpc_transport import GrpcTransport
+        from ..gateway._wiring import open_audit_store, serve_stages
 
-        self.mode = mode
-        self._host = build_label_stages(settings, stages_for_mode(mode))
-        port = self._host.start()
-        if not self._host.wait_until_ready(load_timeout_s):
-            self._host.stop(0)
-            raise FailedPreconditionError(
-                f"the labelling stages failed to load: {self._host.load_error}"
-            )
-        address = f"127.0.0.1:{port}"
-        self._transport: StageTransport = GrpcTransport(
-            dict.fromkeys(stages_for_mode(mode), address),
-            max_message_bytes=settings.server.max_message_bytes,
+        self.mode = LabelMode.parse(mode)
+        self._transport, self._host = serve_stages(
+            label_settings(settings),
+            self.mode.stages,
+            name="label-stages",
+            load_timeout_s=load_timeout_s,
+            host_options=LABEL_HOST_OPTIONS,
         )
-        self._store = Database(settings.database_url) if settings.gateway.audit else None
+        self._store = open_audit_store(settings)
         self._pipeline = LabelPipeline(settings.gateway, self._transport, store=self._store)
 
     def label(self, items: Sequence[LabelItem]) -> list[ItemResult]:
-        results = []
+        results: list[ItemResult] = []
         for item in items:
             started = time.perf_counter()
-            response = self._pipeline.label(label_request(item, self.mode))
+            try:
+                response = self._pipeline.label(label_request(item, self.mode))
+            except InvalidArgumentError as exc:
+                results.append(failed_result(item.item_id, str(exc), time.perf_counter() - started))
+                continue
+            except TribunalError as exc:
+                raise PartialBatchError(f"item {item.item_id!r}: {exc}", results) from exc
             results.append(label_result(response, time.perf_counter() - started))
         return results
 
@@ -181,29 +175,47 @@ class GatewayLabeller:
     def label(self, items: Sequence[LabelItem]) -> list[ItemResult]:
         import grpc
 
-        from ..core import UnavailableError
-
         started = time.perf_counter()
         request = gateway_pb2.BatchLabelRequest(
             items=[label_request(item, self.mode) for item in items]
         )
         results: dict[int, ItemResult] = {}
+        transient: list[str] = []
         try:
             for reply in self._stub.BatchLabel(
                 request, timeout=self._timeout_s, metadata=self._metadata
             ):
                 # Per-item time is not reported by the gateway: the batch's wall time
                 # shared out is what the cost report needs.
-                results[reply.index] = label_result(reply.result, 0.0)
+                item_id = items[reply.index].item_id
+                if reply.error_code == "INVALID_ARGUMENT":
+                    results[reply.index] = failed_result(item_id, reply.error_message)
+                elif reply.error_code:
+                    transient.append(f"{item_id}: {reply.error_code}: {reply.error_message}")
+                else:
+                    results[reply.index] = label_result(reply.result, 0.0)
         except grpc.RpcError as exc:
-            raise UnavailableError(
-                f"gateway BatchLabel failed: {exc.code().name}: {exc.details()}"
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and not results:
+                # The gateway refuses a batch with one bad item before running any:
+                # label one at a time, so that only the bad one fails.
+                if len(items) > 1:
+                    return [result for item in items for result in self.label([item])]
+                return [failed_result(items[0].item_id, str(exc.details()))]
+            raise PartialBatchError(
+                f"gateway BatchLabel failed: {exc.code().name}: {exc.details()}",
+                list(results.values()),
             ) from exc
-        if len(results) != len(items):
-            raise InternalError(f"BatchLabel answered {len(results)} of {len(items)} items")
         share = (time.perf_counter() - started) / len(items)
-        ordered = [results[i] for i in range(len(items))]
-        return [dataclasses.replace(result, seconds=share) for result in ordered]
+        ordered = [
+            dataclasses.replace(results[i], seconds=share)
+            for i in range(len(items))
+            if i in results
+        ]
+        if transient:
+            raise PartialBatchError(f"BatchLabel: {'; '.join(transient[:3])}", ordered)
+        if len(ordered) != len(items):
+            raise InternalError(f"BatchLabel answered {len(ordered)} of {len(items)} items")
+        return ordered
 
     def close(self) -> None:
         self._channel.close()

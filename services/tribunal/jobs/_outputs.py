@@ -72,6 +72,7 @@ def _label_row(entry: JobItem) -> dict[str, Any]:
         "seconds": round(result.seconds, 4),
         "escalation_id": result.escalation_id or None,
         "audit_id": result.audit_id or None,
+        "error": result.error or None,
         "finished_at": entry.finished_at.isoformat() if entry.finished_at else None,
     }
 

@@ -59,6 +59,7 @@ class LabelActor:
             "seconds": [r.seconds for r in results],
             "escalation_id": [r.escalation_id for r in results],
             "audit_id": [r.audit_id for r in results],
+            "error": [r.error for r in results],
         }
 
 
@@ -76,6 +77,7 @@ def _results(batch: dict[str, np.ndarray]) -> list[ItemResult]:
             seconds=float(batch["seconds"][i]),
             escalation_id=str(batch["escalation_id"][i]),
             audit_id=str(batch["audit_id"][i]),
+            error=str(batch["error"][i]),
         )
         for i in range(len(batch["item_id"]))
     ]

@@ -63,6 +63,7 @@ __all__ = [
     "item_view",
     "load_attention",
     "review_stats",
+    "validate_annotator",
 ]
 
 LABELS: tuple[str, ...] = ("relevant", "irrelevant")
@@ -312,7 +313,8 @@ class VoteResult:
     """Votes this annotator has cast in total."""
 
 
-def _annotator(name: str) -> str:
+def validate_annotator(name: str) -> str:
+    """An annotator name, stripped; INVALID_ARGUMENT when empty or too long."""
     cleaned = name.strip()
     if not cleaned or len(cleaned) > _MAX_ANNOTATOR:
         raise InvalidArgumentError(
@@ -386,7 +388,7 @@ class ReviewQueue:
 
         ``exclude``: tokens to pass over (items the annotator skipped in this session).
         """
-        annotator = _annotator(annotator)
+        annotator = validate_annotator(annotator)
         mine = select(ReviewVoteRow.item_key).where(ReviewVoteRow.annotator == annotator)
         counts = _vote_counts()
         statement = (
@@ -430,7 +432,9 @@ class ReviewQueue:
 
     def labelled(self, annotator: str) -> int:
         """Votes the annotator has cast (real and attention items alike)."""
-        statement = select(func.count()).where(ReviewVoteRow.annotator == _annotator(annotator))
+        statement = select(func.count()).where(
+            ReviewVoteRow.annotator == validate_annotator(annotator)
+        )
         with self.db.session() as session:
             return int(session.scalar(statement) or 0)
 
@@ -440,7 +444,7 @@ class ReviewQueue:
         self, annotator: str, token: str, label: str, *, seconds: float | None = None
     ) -> VoteResult:
         """Record a vote; a repeated (token, annotator) vote is a no-op."""
-        annotator = _annotator(annotator)
+        annotator = validate_annotator(annotator)
         label = label.strip().lower()
         if label not in LABELS:
             raise InvalidArgumentError(

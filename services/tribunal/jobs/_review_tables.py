@@ -15,7 +15,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from ..core.storage import Base
 
-__all__ = ["ReviewVoteRow"]
+__all__ = ["ReviewAnnotatorRow", "ReviewVoteRow"]
 
 
 def _utcnow() -> dt.datetime:
@@ -46,3 +46,16 @@ class ReviewVoteRow(Base):
         UniqueConstraint("item_key", "annotator", name="uq_review_votes_item_annotator"),
         Index("ix_review_votes_annotator", "annotator"),
     )
+
+
+class ReviewAnnotatorRow(Base):
+    """An annotator allowed on the review page: the name votes are recorded under and the
+    sha256 of the key they sign in with (``tribunal review add-annotator NAME``)."""
+
+    __tablename__ = "review_annotators"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    key_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_utcnow)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    """Set by ``tribunal review remove-annotator``: the key no longer signs in (the votes stay)."""

@@ -1,10 +1,13 @@
 """The local job runner: a thread pool labels pending items, the driver writes results.
 
-Items come from the store (pending = no result yet, in input order, a page at a time),
-go to the labeller in batches on ``workers`` threads, and each finished batch is written
+The driver claims pending items from the store a batch at a time under a lease (see
+:class:`JobStore`), so several runners on one job — threads, processes or machines —
+label disjoint items; it renews the leases of the batches in flight while they run.
+Batches go to the labeller on ``workers`` threads, and each finished batch is written
 by the driver thread as soon as it arrives: a job killed at any point loses at most the
 batches in flight, which a resume labels again (the guarded write keeps the first result
-of an item, so nothing is labelled twice). A tqdm bar shows rate and ETA, with the
+of an item, so nothing is labelled twice). An item the pipeline refuses is recorded as
+``FAILED`` with the reason and the job goes on. A tqdm bar shows rate and ETA, with the
 escalation ratio and tokens so far; the report at the end is the job's cost.
 """
 
@@ -21,8 +24,8 @@ from typing import Any
 from tqdm import tqdm
 
 from ._inputs import LabelItem
-from ._labeller import Labeller
-from ._store import ItemResult, JobStore
+from ._labeller import Labeller, PartialBatchError
+from ._store import ItemResult, JobStore, runner_id
 
 __all__ = ["JobProgress", "RunReport", "batched", "run_job"]
 
@@ -48,6 +51,8 @@ class RunReport:
     sources: Counter[str] = field(default_factory=Counter)
     remaining: int = 0
     """Items still pending after the run (0 when the job is done)."""
+    claimed: int = 0
+    """Items this run leased (each sent to the labeller once)."""
 
     @property
     def escalated(self) -> int:
@@ -65,6 +70,8 @@ class RunReport:
             "workers": self.workers,
             "labelled": self.labelled,
             "already_done": self.already_done,
+            "claimed": self.claimed,
+            "failed": self.sources["FAILED"],
             "remaining": self.remaining,
             "sources": dict(self.sources),
             "escalation_ratio": round(self.escalated / self.labelled, 4) if self.labelled else 0,
@@ -124,6 +131,58 @@ class JobProgress:
         self.bar.close()
 
 
+class _LeasedBatches:
+    """Batches claimed under this runner's lease and handed to the labeller's threads."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        job: str,
+        labeller: Labeller,
+        report: RunReport,
+        *,
+        workers: int,
+        batch_size: int,
+        lease_s: float,
+    ) -> None:
+        self.store, self.job, self.labeller, self.report = store, job, labeller, report
+        self.batch_size, self.lease_s = batch_size, lease_s
+        self.owner = runner_id()
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="label-worker")
+        self.in_flight: dict[Future[list[ItemResult]], list[str]] = {}
+
+    def submit_next(self) -> bool:
+        batch = self.store.claim(self.job, self.owner, self.batch_size, lease_s=self.lease_s)
+        if not batch:
+            return False
+        self.report.claimed += len(batch)
+        future = self.pool.submit(self.labeller.label, batch)
+        self.in_flight[future] = [item.item_id for item in batch]
+        return True
+
+    def wait_some(self) -> set[Future[list[ItemResult]]]:
+        """Finished batches; renews the leases of the running ones while none finishes."""
+        while True:
+            done, _ = wait(self.in_flight, timeout=self.lease_s / 3, return_when=FIRST_COMPLETED)
+            if done:
+                for future in done:
+                    self.in_flight.pop(future)
+                return done
+            running = [item_id for ids in self.in_flight.values() for item_id in ids]
+            self.store.renew(self.job, self.owner, running, lease_s=self.lease_s)
+
+    def close(self, *, finished_ok: bool) -> str:
+        """Stop the threads, give back the leases; returns the job's status now."""
+        self.pool.shutdown(wait=not finished_ok, cancel_futures=True)
+        self.store.release(self.job, self.owner)
+        self.report.remaining = self.store.counts(self.job).pending
+        if self.report.remaining == 0:
+            return "done"
+        others = self.store.leased(self.job, exclude_owner=self.owner)
+        # What is left is being labelled by other runners: the job still runs.
+        return "running" if finished_ok and self.report.remaining == others else "stopped"
+
+
 def run_job(
     store: JobStore,
     job: str,
@@ -134,48 +193,52 @@ def run_job(
     batch_size: int = 4,
     progress: bool = True,
     load_seconds: float = 0.0,
+    lease_s: float = 300.0,
 ) -> RunReport:
-    """Label every pending item of ``job``; returns the run's report.
+    """Label every pending item of ``job`` this run can claim; returns the run's report.
 
-    On an error (a store write failed, a labeller raised) the run stops, the job is
-    marked ``stopped`` and the error propagates; results already written stay.
+    Items are claimed under a lease of ``lease_s`` seconds, renewed every third of it
+    while their batch runs. On an error that may pass (a store write failed, a stage is
+    down) the run stops, the job is marked ``stopped``, its leases are given back and
+    the error propagates; results already written stay.
     """
-    if workers < 1 or batch_size < 1:
-        raise ValueError("workers and batch_size must be >= 1")
+    if workers < 1 or batch_size < 1 or lease_s <= 0:
+        raise ValueError("workers and batch_size must be >= 1, lease_s > 0")
     report = RunReport(
         job=job, mode=mode, runner="local", workers=workers, load_seconds=load_seconds
     )
     tracker = JobProgress(store, report, total=store.counts(job).pending, show=progress)
     store.set_status(job, "running")
-    batches = batched((entry.item for entry in store.items(job, finished=False)), batch_size)
     started = time.perf_counter()
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="label-worker")
-    in_flight: set[Future[list[ItemResult]]] = set()
+    batches = _LeasedBatches(
+        store, job, labeller, report, workers=workers, batch_size=batch_size, lease_s=lease_s
+    )
     finished_ok = False
     try:
         # Two batches per worker in flight: workers never wait on the driver, and the
-        # pending items are read from the store as they are needed, not all at once.
-        for batch in itertools.islice(batches, 2 * workers):
-            in_flight.add(pool.submit(labeller.label, batch))
-        while in_flight:
-            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            failed = [future for future in done if future.exception() is not None]
+        # pending items are claimed as they are needed, not all at once.
+        for _ in range(2 * workers):
+            if not batches.submit_next():
+                break
+        while batches.in_flight:
+            done = batches.wait_some()
+            failure: BaseException | None = None
             # Write every batch that succeeded before raising a failure: its items
             # were labelled, and a resume should not label them again.
             for future in done:
-                if future not in failed:
+                error = future.exception()
+                if error is None:
                     tracker.add(future.result())
-            if failed:
-                raise failed[0].exception()  # type: ignore[misc]
+                elif isinstance(error, PartialBatchError):
+                    tracker.add(error.results)
+                failure = failure or error
+            if failure is not None:
+                raise failure
             for _ in done:
-                following = next(batches, None)
-                if following:
-                    in_flight.add(pool.submit(labeller.label, following))
+                batches.submit_next()
         finished_ok = True
     finally:
-        pool.shutdown(wait=not finished_ok, cancel_futures=True)
         report.wall_seconds = time.perf_counter() - started
         tracker.close()
-        report.remaining = store.counts(job).pending
-        store.set_status(job, "done" if finished_ok and report.remaining == 0 else "stopped")
+        store.set_status(job, batches.close(finished_ok=finished_ok))
     return report

@@ -4,36 +4,69 @@ Exactly once, on SQLite and PostgreSQL alike: items are inserted with ON CONFLIC
 NOTHING on (job, item_id), and a result is an UPDATE guarded by ``finished_at IS NULL``,
 so a second write of the same item (a re-run after a crash between the model call and
 the write, or two runners on one job) changes nothing and reports so.
+
+Work is shared by leases: a runner claims pending items (one UPDATE that takes only
+items nobody holds, ``FOR UPDATE SKIP LOCKED`` on PostgreSQL) for ``lease_s`` seconds,
+renews them while it works, and its result clears them. Concurrent runners therefore
+label disjoint items. A runner that dies leaves its leases to expire; on the same host a
+lease whose process is gone is taken over at once (a ``kill -9`` and resume loses no
+time). An item the pipeline refuses is finished with source ``FAILED`` and the reason.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+import socket
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, func, select, text, update
+import psutil
+from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError
 
 from ..core import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
-    UnavailableError,
 )
 from ..core.storage import Database
 from ._inputs import LabelItem
 from ._tables import JobItemRow, LabelJobRow
 
-__all__ = ["ItemResult", "JobCounts", "JobInfo", "JobItem", "JobStore"]
+__all__ = ["ItemResult", "JobCounts", "JobInfo", "JobItem", "JobStore", "runner_id"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _INSERT_CHUNK = 500
 _PAGE = 1_000
-SOURCES = ("JUDGES", "DEBATE", "HUMAN_QUEUE")
+SOURCES = ("JUDGES", "DEBATE", "HUMAN_QUEUE", "FAILED")
+# SQLite answers "database is locked" when a writer holds it past the busy timeout.
+_CLAIM_ATTEMPTS = 5
+
+
+def runner_id() -> str:
+    """This process as a lease owner: ``host/pid/start time`` (the start time tells a
+    reused pid apart)."""
+    started = int(psutil.Process().create_time())
+    return f"{socket.gethostname()[:32]}/{os.getpid()}/{started}"
+
+
+def _process_gone(owner: str) -> bool:
+    """True when ``owner`` is a runner on this host whose process no longer runs."""
+    host, _, rest = owner.partition("/")
+    pid_text, _, started = rest.partition("/")
+    if host != socket.gethostname()[:32] or not pid_text.isdigit():
+        return False
+    try:
+        return int(psutil.Process(int(pid_text)).create_time()) != int(started or 0)
+    except psutil.NoSuchProcess:
+        return True
+    except (psutil.Error, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -51,6 +84,8 @@ class ItemResult:
     seconds: float = 0.0
     escalation_id: str = ""
     audit_id: str = ""
+    error: str = ""
+    """Why the item failed (source ``FAILED``)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +122,8 @@ class JobCounts:
     human_labelled: int
     tokens: int
     seconds: float
+    failed: int = 0
+    """Finished as ``FAILED`` (refused input): no label, with the reason."""
 
     @property
     def pending(self) -> int:
@@ -100,6 +137,7 @@ class JobCounts:
             "relevant": self.relevant,
             "irrelevant": self.irrelevant,
             "escalated": self.escalated,
+            "failed": self.failed,
             "human_labelled": self.human_labelled,
             "tokens": self.tokens,
             "seconds": round(self.seconds, 3),
@@ -121,7 +159,7 @@ class JobStore:
 
     def __init__(self, database: Database) -> None:
         self.db = database
-        self._create_tables()
+        self.db.create_schema()  # the migrations create and upgrade the job tables
 
     @classmethod
     def from_url(cls, url: str) -> JobStore:
@@ -129,19 +167,6 @@ class JobStore:
 
     def close(self) -> None:
         self.db.close()
-
-    def _create_tables(self) -> None:
-        # The Database creates the tables registered when it first connects; these may
-        # have been imported after that, so create them here too (idempotent).
-        tables = [LabelJobRow.__table__, JobItemRow.__table__]
-        try:
-            with self.db.engine.begin() as connection:
-                if self.db.dialect == "postgresql":
-                    # Two runners starting at once would race on CREATE TABLE.
-                    connection.execute(text("SELECT pg_advisory_xact_lock(712002)"))
-                LabelJobRow.metadata.create_all(connection, tables=tables)  # type: ignore[arg-type]
-        except SQLAlchemyError as exc:
-            raise UnavailableError(f"cannot prepare the job tables: {exc}") from exc
 
     def _insert(self) -> Any:
         return postgresql.insert if self.db.dialect == "postgresql" else sqlite.insert
@@ -221,29 +246,46 @@ class JobStore:
 
     # -- items --------------------------------------------------------------------------
 
-    def add_items(self, name: str, items: Iterable[LabelItem]) -> int:
+    def add_items(
+        self,
+        name: str,
+        items: Iterable[LabelItem],
+        *,
+        failed: Mapping[str, str] | None = None,
+    ) -> int:
         """Insert the items not yet in the job (keyed by item id); returns how many were new.
 
         Positions continue after the job's last one, so a resume that adds nothing
         keeps the original order.
+
+        Args:
+            failed: Item id -> why the item cannot be labelled (it breaks a limit of
+                the pipeline): such an item is stored finished, with source ``FAILED``
+                and the reason, and never sent to a labeller.
         """
+        refused = dict(failed or {})
+        now = dt.datetime.now(dt.UTC)
         before = self._count(name)
         position = self._next_position(name)
         chunk: list[dict[str, Any]] = []
         for item in items:
-            chunk.append(
-                {
-                    "job": name,
-                    "item_id": item.item_id,
-                    "position": position,
-                    "query_id": item.query_id,
-                    "doc_id": item.doc_id,
-                    "query": item.query,
-                    "chunk": item.chunk,
-                    "answers": list(item.answers),
-                    "gold": item.gold,
-                }
-            )
+            row: dict[str, Any] = {
+                "job": name,
+                "item_id": item.item_id,
+                "position": position,
+                "query_id": item.query_id,
+                "doc_id": item.doc_id,
+                "query": item.query,
+                "chunk": item.chunk,
+                "answers": list(item.answers),
+                "gold": item.gold,
+                "source": None,
+                "error": None,
+                "finished_at": None,
+            }
+            if item.item_id in refused:
+                row.update(source="FAILED", error=refused[item.item_id], finished_at=now)
+            chunk.append(row)
             position += 1
             if len(chunk) >= _INSERT_CHUNK:
                 self._insert_items(chunk)
@@ -267,6 +309,119 @@ class JobStore:
                 select(func.max(JobItemRow.position)).where(JobItemRow.job == name)
             )
             return 0 if last is None else int(last) + 1
+
+    # -- leases -------------------------------------------------------------------------
+
+    def claim(self, name: str, owner: str, limit: int, *, lease_s: float) -> list[LabelItem]:
+        """Lease up to ``limit`` pending items nobody holds (in input order) to ``owner``
+        for ``lease_s`` seconds; returns them. Two runners never get the same item."""
+        self._free_leases_of_dead_runners(name)
+        for attempt in range(_CLAIM_ATTEMPTS):
+            try:
+                return self._claim_once(name, owner, limit, lease_s)
+            except OperationalError:
+                # SQLite's single writer: another runner held the file past the busy
+                # timeout (PostgreSQL skips locked rows instead).
+                if self.db.dialect != "sqlite" or attempt == _CLAIM_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        return []  # pragma: no cover - the loop returns or raises
+
+    def _claim_once(self, name: str, owner: str, limit: int, lease_s: float) -> list[LabelItem]:
+        now = dt.datetime.now(dt.UTC)
+        free = or_(JobItemRow.lease_expires_at.is_(None), JobItemRow.lease_expires_at < now)
+        candidates = (
+            select(JobItemRow.item_id)
+            .where(JobItemRow.job == name, JobItemRow.finished_at.is_(None), free)
+            .order_by(JobItemRow.position)
+            .limit(limit)
+        )
+        if self.db.dialect == "postgresql":
+            candidates = candidates.with_for_update(skip_locked=True)
+        # A CTE runs once; PostgreSQL may run an IN subquery again per row, each time
+        # skipping the rows it just locked, and so lease every pending item.
+        claimable = candidates.cte("claimable")
+        statement = (
+            update(JobItemRow)
+            .where(
+                JobItemRow.job == name,
+                JobItemRow.item_id.in_(select(claimable.c.item_id)),
+                JobItemRow.finished_at.is_(None),
+                free,
+            )
+            .values(lease_owner=owner, lease_expires_at=now + dt.timedelta(seconds=lease_s))
+            .returning(JobItemRow)
+            .execution_options(synchronize_session=False)
+        )
+        with self.db.session() as session:
+            rows = list(session.scalars(statement))
+            rows.sort(key=lambda row: row.position)
+            return [_item(row) for row in rows]
+
+    def renew(self, name: str, owner: str, item_ids: Sequence[str], *, lease_s: float) -> int:
+        """Extend ``owner``'s leases on these items; returns how many it still held."""
+        if not item_ids:
+            return 0
+        expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_s)
+        with self.db.session() as session:
+            result = session.execute(
+                update(JobItemRow)
+                .where(
+                    JobItemRow.job == name,
+                    JobItemRow.item_id.in_(list(item_ids)),
+                    JobItemRow.lease_owner == owner,
+                    JobItemRow.finished_at.is_(None),
+                )
+                .values(lease_expires_at=expires)
+                .returning(JobItemRow.item_id)
+                .execution_options(synchronize_session=False)
+            )
+            return len(result.all())
+
+    def release(self, name: str, owner: str, item_ids: Sequence[str] | None = None) -> int:
+        """Give back ``owner``'s leases (these items, or all of the job's); returns how many."""
+        condition = [JobItemRow.job == name, JobItemRow.lease_owner == owner]
+        if item_ids is not None:
+            if not item_ids:
+                return 0
+            condition.append(JobItemRow.item_id.in_(list(item_ids)))
+        with self.db.session() as session:
+            result = session.execute(
+                update(JobItemRow)
+                .where(*condition)
+                .values(lease_owner=None, lease_expires_at=None)
+                .returning(JobItemRow.item_id)
+                .execution_options(synchronize_session=False)
+            )
+            return len(result.all())
+
+    def leased(self, name: str, *, exclude_owner: str = "") -> int:
+        """Pending items under a live lease (of owners other than ``exclude_owner``)."""
+        now = dt.datetime.now(dt.UTC)
+        statement = select(func.count()).where(
+            JobItemRow.job == name,
+            JobItemRow.finished_at.is_(None),
+            JobItemRow.lease_expires_at >= now,
+            JobItemRow.lease_owner != exclude_owner,
+        )
+        with self.db.session() as session:
+            return int(session.scalar(statement) or 0)
+
+    def _free_leases_of_dead_runners(self, name: str) -> None:
+        now = dt.datetime.now(dt.UTC)
+        with self.db.session() as session:
+            owners = session.scalars(
+                select(JobItemRow.lease_owner)
+                .where(
+                    JobItemRow.job == name,
+                    JobItemRow.finished_at.is_(None),
+                    JobItemRow.lease_expires_at >= now,
+                )
+                .distinct()
+            ).all()
+        for owner in owners:
+            if owner and _process_gone(owner):
+                self.release(name, owner)
 
     def pending(self, name: str, *, limit: int | None = None) -> list[LabelItem]:
         """Items without a result, in input order."""
@@ -307,7 +462,10 @@ class JobStore:
                         seconds=result.seconds,
                         escalation_id=result.escalation_id or None,
                         audit_id=result.audit_id or None,
+                        error=result.error or None,
                         finished_at=now,
+                        lease_owner=None,
+                        lease_expires_at=None,
                     )
                     .returning(JobItemRow.item_id)
                 ).scalar_one_or_none()
@@ -335,14 +493,15 @@ class JobStore:
             func.count(JobItemRow.finished_at),
             func.sum(case((JobItemRow.label == 1, 1), else_=0)),
             func.sum(case((JobItemRow.label == 0, 1), else_=0)),
-            func.sum(case((finished & JobItemRow.label.is_(None), 1), else_=0)),
+            func.sum(case((finished & (JobItemRow.source == "HUMAN_QUEUE"), 1), else_=0)),
             func.count(JobItemRow.human_label),
             func.sum(JobItemRow.tokens),
             func.sum(JobItemRow.seconds),
+            func.sum(case((JobItemRow.source == "FAILED", 1), else_=0)),
         ).where(JobItemRow.job == name)
         with self.db.session() as session:
             row = session.execute(statement).one()
-        total, done, relevant, irrelevant, escalated, human, tokens, seconds = row
+        total, done, relevant, irrelevant, escalated, human, tokens, seconds, failed = row
         return JobCounts(
             total=int(total),
             finished=int(done),
@@ -352,6 +511,7 @@ class JobStore:
             human_labelled=int(human),
             tokens=int(tokens or 0),
             seconds=float(seconds or 0.0),
+            failed=int(failed or 0),
         )
 
     def items(self, name: str, *, finished: bool | None = None) -> Iterator[JobItem]:
@@ -413,6 +573,7 @@ def _job_item(row: JobItemRow) -> JobItem:
             seconds=row.seconds or 0.0,
             escalation_id=row.escalation_id or "",
             audit_id=row.audit_id or "",
+            error=row.error or "",
         )
     return JobItem(
         item=_item(row),

@@ -2,7 +2,10 @@
 
 ``job_items`` is keyed by (job, item_id): adding an input twice inserts nothing, and a
 result is written by a conditional UPDATE (only while ``finished_at`` is null), so a job
-killed at any point and resumed labels every item exactly once.
+killed at any point and resumed labels every item exactly once. A runner claims the items
+it labels with a lease (owner, expiry), so concurrent runners split the work; a lease
+that expires (its runner died) frees the item for another. The schema is changed by the
+store's migrations (``tribunal.core.storage.migrations``), not by these classes.
 """
 
 from __future__ import annotations
@@ -71,6 +74,15 @@ class JobItemRow(Base):
     # -- human review (the aggregation of human votes writes these) ---------------------------
     human_label: Mapped[int | None] = mapped_column(Integer, nullable=True)
     human_method: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # -- work sharing and failures ---------------------------------------------------------------
+    lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The runner labelling the item now (null: nobody)."""
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    """When the lease lapses and another runner may take the item."""
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """Why the item failed (source ``FAILED``): an input the pipeline refuses, say."""
 
     __table_args__ = (
         Index("ix_job_items_pending", "job", "finished_at", "position"),

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import FailedPreconditionError, NotFoundError
+from ._capacity import check_gpu_capacity, worker_groups
 from ._kube import KubeRayClient
 from ._scaling import (
     ScaleRequest,
     apply_scale,
+    chart_values_change,
     config_diff,
     dump_serve_config,
     load_serve_config,
@@ -31,6 +33,12 @@ class ScaleResult:
     """False on a dry run or when the config already says so."""
     config: dict[str, Any]
     """The Serve config after the change."""
+    values_change: tuple[str, ...] = ()
+    """The chart values (``--set`` arguments) that render the same replica settings, so
+    the change outlives the next ``helm upgrade``; empty off Kubernetes."""
+    helm_release: str | None = None
+    """The Helm release owning the RayService (its ``app.kubernetes.io/instance``), or
+    None when something else (kubectl, kustomize) manages it."""
 
 
 def kube_status(client: KubeRayClient, namespace: str, name: str) -> ClusterStatus:
@@ -56,13 +64,27 @@ def kube_scale(
     before = load_serve_config(text, source="spec.serveConfigV2")
     after = apply_scale(before, request)
     validate_with_serve_schema(after)
+    check_gpu_capacity(before, after, worker_groups(obj), request.application)
     target = f"rayservice {namespace}/{name}"
     diff = config_diff(before, after, label=f"{target} spec.serveConfigV2")
     applied = bool(diff) and not dry_run
     if applied:
         version = (obj.get("metadata") or {}).get("resourceVersion")
         client.patch_serve_config(namespace, name, dump_serve_config(after), version)
-    return ScaleResult(target=target, diff=diff, applied=applied, config=after)
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    release = (
+        labels.get("app.kubernetes.io/instance")
+        if labels.get("app.kubernetes.io/managed-by") == "Helm"
+        else None
+    )
+    return ScaleResult(
+        target=target,
+        diff=diff,
+        applied=applied,
+        config=after,
+        values_change=chart_values_change(after, request),
+        helm_release=release,
+    )
 
 
 def serve_status(client: ServeRestClient) -> ClusterStatus:

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_REPLICAS",
     "ScaleRequest",
     "apply_scale",
+    "chart_values_change",
     "config_diff",
     "dump_serve_config",
     "find_application",
@@ -177,6 +178,33 @@ def apply_scale(
         if entry.get("num_replicas") != "auto":
             entry.pop("num_replicas", None)
     return updated
+
+
+def chart_values_change(config: Mapping[str, Any], request: ScaleRequest) -> tuple[str, ...]:
+    """The chart's values that render ``request.application``'s replicas as ``config`` has them.
+
+    ``helm upgrade`` renders ``serveConfigV2`` from the values again, so a scale that
+    is not also in the values is undone by the next upgrade that changes the Serve
+    config (Helm 3 merges the old and the new manifest and never looks at the live
+    object; Helm 4's server-side apply stops on a conflict with ``tribunal-ops``).
+    These ``--set`` arguments make the values say the same. The chart runs one
+    deployment per application, named after it; a scale of another deployment has no
+    values equivalent (empty result).
+    """
+    app = find_application(config, request.application)
+    name = request.deployment or request.application
+    entry = next((e for e in app.get("deployments") or [] if e.get("name") == name), None)
+    if entry is None or name != request.application:
+        return ()
+    prefix = f"serve.applications.{request.application}"
+    if isinstance(entry.get("num_replicas"), int):
+        return (f"{prefix}.replicas={entry['num_replicas']}",)
+    autoscaling = entry.get("autoscaling_config") or {}
+    return (
+        f"{prefix}.replicas=null",
+        f"{prefix}.minReplicas={autoscaling.get('min_replicas', 1)}",
+        f"{prefix}.maxReplicas={autoscaling.get('max_replicas', 1)}",
+    )
 
 
 def config_diff(before: Mapping[str, Any], after: Mapping[str, Any], *, label: str) -> str:

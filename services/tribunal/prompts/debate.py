@@ -74,6 +74,6 @@ DEBATE_READOUT = register(
         question="Does the passage answer the query? Answer Yes or No.",
         truncatable="chunk",
         description="the label read as P(yes) from the logits after the agents argued "
-        "(issue 13's debate variant; experiments/debate_logits.py)",
+        "(a DREAM variant; lab/experiments/debate_logits.py)",
     ),
 )

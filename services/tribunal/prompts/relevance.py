@@ -1,7 +1,7 @@
 """Relevance judge: does a passage answer a search query? (TREC DL style, yes/no).
 
 ``yesno`` is the default. The other variants were added for the judgment-quality
-sweep (issue 13, ``tribunal eval sweep --task relevance``); each keeps the layout
+sweep (``tribunal-lab eval sweep --task relevance``); each keeps the layout
 instructions-first, query and passage last, and asks one yes/no question, so P(yes)
 is read the same way:
 

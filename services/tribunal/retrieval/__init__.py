@@ -9,8 +9,12 @@ Typical use::
     kb = KnowledgeBase.from_settings(load_settings("tiny"))
     kb.upsert("covid", read_entries(path, max_chars=1000), create=True)
     kb.search(SearchQuery("covid", "how does the virus spread?", top_k=5))
+
+Every upsert verifies its entries once (do their supporting chunks entail their
+answers?) and stores the verdict with the entry version; search hits carry it.
 """
 
+from ._change_audit import AuditedWrites, KbChange, KbChangeLog
 from ._chunking import chunk_sentences, chunk_text, split_sentences
 from ._collection import Collection
 from ._dense import DenseIndex, UnitMatch, choose_index_type, gpu_count
@@ -28,7 +32,7 @@ from ._ingest import (
     entry_to_record,
     read_entries,
 )
-from ._knowledge_base import KnowledgeBase
+from ._knowledge_base import KnowledgeBase, VerifyReport
 from ._rerank import (
     CrossEncoderReranker,
     LazyReranker,
@@ -52,18 +56,39 @@ from ._types import (
     SearchResult,
     UpsertResult,
 )
+from ._verification import (
+    SERVABLE,
+    ClaimCheck,
+    EntailmentChecker,
+    EntryVerification,
+    EntryVerifier,
+    VerificationVerdict,
+    answer_sha256,
+    checker_version,
+    entry_sha256,
+    self_sourced,
+    split_claims,
+)
 
 __all__ = [
     "ANSWER_UNIT_ID",
     "QUESTION_UNIT_ID",
+    "SERVABLE",
+    "AuditedWrites",
     "CachingEmbedder",
     "Chunk",
+    "ClaimCheck",
     "Collection",
     "CollectionStats",
     "CrossEncoderReranker",
     "DeleteResult",
     "DenseIndex",
     "Embedder",
+    "EntailmentChecker",
+    "EntryVerification",
+    "EntryVerifier",
+    "KbChange",
+    "KbChangeLog",
     "KbEntry",
     "KnowledgeBase",
     "LazyReranker",
@@ -78,11 +103,16 @@ __all__ = [
     "SparseIndex",
     "UnitMatch",
     "UpsertResult",
+    "VerificationVerdict",
+    "VerifyReport",
+    "answer_sha256",
+    "checker_version",
     "choose_index_type",
     "chunk_sentences",
     "chunk_text",
     "deduplicate",
     "entry_from_record",
+    "entry_sha256",
     "entry_to_record",
     "gpu_count",
     "load_profile_embedder",
@@ -91,5 +121,7 @@ __all__ = [
     "reciprocal_rank_fusion",
     "rerank_passage",
     "rerank_prompt",
+    "self_sourced",
+    "split_claims",
     "split_sentences",
 ]

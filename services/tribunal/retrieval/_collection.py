@@ -19,7 +19,7 @@ import json
 import logging
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ from ._embedding import Embedder
 from ._sparse import SparseIndex
 from ._store import EntryStore
 from ._types import CollectionStats, DeleteResult, KbEntry, UpsertResult
+from ._verification import EntryVerification, VerificationVerdict
 
 __all__ = ["Collection"]
 
@@ -107,6 +108,7 @@ class Collection:
         self.dense = DenseIndex(embedder.dimension, settings)
         self.sparse = SparseIndex(settings)
         self._applied_seq = 0
+        self._content_version: tuple[int, str] | None = None
         self._snapshot_seq = 0
         with self._lock.write():
             self._load_locked()
@@ -171,8 +173,15 @@ class Collection:
                 self.sparse.refresh()
 
     # -- writes --------------------------------------------------------------------
-    def upsert(self, entries: Sequence[KbEntry], *, progress: bool = False) -> UpsertResult:
-        """Embed and durably store ``entries`` (replacing same-id ones); searchable on return."""
+    def upsert(
+        self,
+        entries: Sequence[KbEntry],
+        *,
+        verifications: Sequence[EntryVerification] = (),
+        progress: bool = False,
+    ) -> UpsertResult:
+        """Embed and durably store ``entries`` (replacing same-id ones) with their
+        verifications (one per entry, or none); searchable on return."""
         units = [entry.search_units() for entry in entries]
         texts = [text for entry_units in units for _, text in entry_units]
         vectors = self.embedder.embed(texts, progress=progress)
@@ -189,18 +198,29 @@ class Collection:
                 )
             )
             start = end
+        checked = {
+            entry.id: verification
+            for entry, verification in zip(entries, verifications, strict=bool(verifications))
+        }
         with self._lock.write():
-            self.store.write(rows)
+            version, _ = self.store.write(rows, verifications=checked)
             self._catch_up_locked()
             total = self.dense.entry_count
-        return UpsertResult(upserted=len(entries), total_entries=total)
+        counts: dict[str, int] = {}
+        for verification in checked.values():
+            counts[verification.verdict.value] = counts.get(verification.verdict.value, 0) + 1
+        return UpsertResult(
+            upserted=len(entries), total_entries=total, verdicts=counts, kb_version=version
+        )
 
     def delete(self, entry_ids: Sequence[str]) -> DeleteResult:
         """Durably remove entries; gone from searches on return."""
         with self._lock.write():
-            _, missing = self.store.write([], entry_ids)
+            version, missing = self.store.write([], entry_ids)
             self._catch_up_locked()
-        return DeleteResult(deleted=len(entry_ids) - len(missing), missing_ids=tuple(missing))
+        return DeleteResult(
+            deleted=len(entry_ids) - len(missing), missing_ids=tuple(missing), kb_version=version
+        )
 
     # -- reads ---------------------------------------------------------------------
     def search_dense(self, vectors: NDArray[np.float32], depth: int) -> list[list[UnitMatch]]:
@@ -216,6 +236,39 @@ class Collection:
     def entries(self, entry_ids: Sequence[str]) -> dict[str, KbEntry]:
         """Stored entries by id."""
         return self.store.entries(entry_ids)
+
+    @property
+    def self_evidenced(self) -> bool:
+        """The ``self_evidenced`` policy: entries without supporting documents are served."""
+        return self.store.self_evidenced()
+
+    def set_self_evidenced(self, value: bool) -> None:
+        self.store.set_self_evidenced(value)
+
+    def content_version(self) -> str:
+        """Content hash of the collection's entries (recomputed only after a change)."""
+        cached = self._content_version
+        if cached is None or cached[0] != self.store.last_seq():
+            cached = self._content_version = self.store.content_version()
+        return cached[1]
+
+    def verified_entries(
+        self, entry_ids: Sequence[str]
+    ) -> tuple[int, dict[str, tuple[KbEntry, EntryVerification | None]]]:
+        """The collection's version (last change) and each stored entry with its
+        verification as served: the ``self_evidenced`` policy turns NO_EVIDENCE into
+        SELF_EVIDENCED (so a policy change applies at once, with no re-verification)."""
+        version, found = self.store.verified_entries(entry_ids)
+        if self.self_evidenced:
+            found = {
+                entry_id: (entry, _under_policy(verification))
+                for entry_id, (entry, verification) in found.items()
+            }
+        return version, found
+
+    def set_verifications(self, verifications: Mapping[str, EntryVerification]) -> int:
+        """Store re-computed verifications (entries rewritten since are skipped)."""
+        return self.store.set_verifications(verifications)
 
     def __len__(self) -> int:
         self._ensure_current()
@@ -274,3 +327,15 @@ class Collection:
             if self._applied_seq != self._snapshot_seq or not (self.directory / _SNAPSHOT).exists():
                 self._snapshot_locked()
             self.store.close()
+
+
+def _under_policy(verification: EntryVerification | None) -> EntryVerification | None:
+    if verification is None or verification.verdict is not VerificationVerdict.NO_EVIDENCE:
+        return verification
+    return EntryVerification(
+        verdict=VerificationVerdict.SELF_EVIDENCED,
+        reason="served under the collection's self_evidenced policy: " + verification.reason,
+        answer_sha256=verification.answer_sha256,
+        entry_sha256=verification.entry_sha256,
+        verified_at=verification.verified_at,
+    )

@@ -128,9 +128,6 @@ class DenseIndex:
     def entry_count(self) -> int:
         return len(self._rows_of_entry)
 
-    def has_entry(self, entry_id: str) -> bool:
-        return entry_id in self._rows_of_entry
-
     def needs_rebuild(self) -> bool:
         """True when tombstones pile up or the size calls for another index type."""
         if self.rows and self.dead_rows / self.rows >= self.settings.compact_dead_fraction:

@@ -3,16 +3,21 @@
 A search runs: validate → embed the queries (one batch) → dense and sparse
 candidate lists per collection (FAISS and BM25 batched over the queries) →
 reciprocal rank fusion → optional rerank of the head → the top_k hits with
-their entries. Transports (gRPC, Ray Serve) call this and only translate.
+their entries and each entry's stored verification. An upsert verifies its
+entries first (:class:`EntryVerifier`: do their chunks entail their answers?)
+and stores each verdict with the entry version. Transports (gRPC, Ray Serve)
+call this and only translate.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +27,7 @@ from ..core import (
     InternalError,
     NotFoundError,
     RetrievalSettings,
+    check_deadline,
 )
 from ._collection import Collection
 from ._dense import UnitMatch
@@ -45,11 +51,44 @@ from ._validation import (
     check_entries,
     check_query,
 )
+from ._verification import (
+    EntailmentChecker,
+    EntryVerification,
+    EntryVerifier,
+    VerdictCache,
+    VerificationVerdict,
+)
 
 if TYPE_CHECKING:
     from ..core import Settings
 
-__all__ = ["KnowledgeBase"]
+__all__ = ["KnowledgeBase", "VerifyReport"]
+
+log = logging.getLogger(__name__)
+
+# A collection that failed to open is tried again at most this often (an operator may
+# have repaired it), not at every request.
+_REOPEN_AFTER_S = 60.0
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What ``verify`` found: every entry's verification as served, and what it re-ran."""
+
+    collection: str
+    checker_version: str
+    entries: tuple[tuple[str, EntryVerification], ...]
+    """(entry id, verification) of every entry, in id order."""
+    rechecked: int
+    """Entries verified again (missing, unverified, or by another checker version)."""
+    cached: int
+    """Of those, answered from the verdict cache."""
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for _, verification in self.entries:
+            out[verification.verdict.value] = out.get(verification.verdict.value, 0) + 1
+        return out
 
 
 def _uses_dense(query: SearchQuery) -> bool:
@@ -92,6 +131,9 @@ class KnowledgeBase:
         embedder: The profile's embedder.
         settings: Limits and retrieval knobs.
         reranker: Optional model for ``rerank=True`` searches.
+        checker: Verifies entries at upsert; None stores entries with supporting
+            documents as UNVERIFIED (never served until :meth:`verify` runs).
+        verdict_cache: Verdicts already computed (same answer, chunks, checker).
     """
 
     def __init__(
@@ -100,26 +142,70 @@ class KnowledgeBase:
         embedder: Embedder,
         settings: RetrievalSettings,
         reranker: Reranker | None = None,
+        *,
+        checker: EntailmentChecker | None = None,
+        verdict_cache: VerdictCache | None = None,
     ) -> None:
         self.root = root
         self.embedder = embedder
         self.settings = settings
         self.reranker = reranker
+        self.checker = checker
+        self.verdict_cache = verdict_cache
         self._collections: dict[str, Collection] = {}
+        self._failed: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
         root.mkdir(parents=True, exist_ok=True)
+        # Each collection opens on its own: one that cannot is reported, the rest serve.
         for folder in sorted(root.iterdir()):
             if (folder / "entries.sqlite3").is_file():
-                self._collections[folder.name] = Collection(folder.name, folder, embedder, settings)
+                self._open_locked(folder.name)
+
+    def _open_locked(self, name: str) -> Collection | None:
+        """Open one collection (caller holds ``_lock``, or is the constructor); on failure
+        record why and return None."""
+        try:
+            opened = Collection(name, self.root / name, self.embedder, self.settings)
+        except Exception as exc:  # any failure stays with this collection
+            reason = f"{type(exc).__name__}: {exc}"
+            self._failed[name] = (reason, time.monotonic())
+            log.exception(
+                "collection failed to load; the other collections serve",
+                extra={"collection": name, "error": reason},
+            )
+            return None
+        self._failed.pop(name, None)
+        self._collections[name] = opened
+        return opened
+
+    def failed_collections(self) -> dict[str, str]:
+        """Collections that could not be opened, with the reason."""
+        with self._lock:
+            return {name: reason for name, (reason, _) in self._failed.items()}
 
     @classmethod
-    def from_settings(cls, settings: Settings, reranker: Reranker | None = None) -> KnowledgeBase:
-        """Load the profile's embedder and open every collection in ``data_dir/retrieval``."""
+    def from_settings(
+        cls,
+        settings: Settings,
+        reranker: Reranker | None = None,
+        *,
+        checker: EntailmentChecker | Literal["profile"] | None = "profile",
+    ) -> KnowledgeBase:
+        """Load the profile's embedder and open every collection in ``data_dir/retrieval``.
+
+        ``checker``: ``"profile"`` (default) the one ``retrieval.verifier`` names (loaded at
+        the first verification), or a checker, or None (upserts store UNVERIFIED).
+        """
+        from ._checkers import profile_checker, profile_verdict_cache
+
+        chosen = profile_checker(settings) if checker == "profile" else checker
         return cls(
             settings.data_dir / "retrieval",
             load_profile_embedder(settings),
             settings.retrieval,
             reranker,
+            checker=chosen,
+            verdict_cache=profile_verdict_cache(settings),
         )
 
     # -- collections -----------------------------------------------------------------
@@ -127,18 +213,26 @@ class KnowledgeBase:
         """Open collections and those on disk (created by another process)."""
         on_disk = {p.parent.name for p in self.root.glob("*/entries.sqlite3")}
         with self._lock:
-            return sorted(set(self._collections) | on_disk)
+            return sorted(set(self._collections) | set(self._failed) | on_disk)
 
     def collection(self, name: str, *, create: bool = False) -> Collection:
         """The named collection; NOT_FOUND unless it exists or ``create``."""
         check_collection_name(name)
         with self._lock:
             found = self._collections.get(name)
+            failed = self._failed.get(name)
+            retry = failed is None or time.monotonic() - failed[1] >= _REOPEN_AFTER_S
             # Also open one that another process (the CLI, a replica) created since.
             on_disk = (self.root / name / "entries.sqlite3").is_file()
-            if found is None and (create or on_disk):
-                found = Collection(name, self.root / name, self.embedder, self.settings)
-                self._collections[name] = found
+            if found is None and (create or on_disk) and retry:
+                found = self._open_locked(name)
+            failed = self._failed.get(name)
+        if found is None and failed is not None:
+            raise FailedPreconditionError(
+                f"collection {name!r} could not be loaded ({failed[0]}); the other "
+                "collections serve. Repair or re-ingest it; `tribunal kb stats` shows why",
+                field="collection",
+            )
         if found is None:
             known = ", ".join(sorted(self._collections)) or "none"
             raise NotFoundError(
@@ -155,12 +249,68 @@ class KnowledgeBase:
         entries: Sequence[KbEntry],
         *,
         create: bool = False,
+        self_evidenced: bool | None = None,
         progress: bool = False,
     ) -> UpsertResult:
-        """Insert or replace entries; durable and searchable when this returns."""
+        """Verify, then insert or replace entries; durable and searchable when this returns.
+
+        Args:
+            self_evidenced: When not None, set the collection's policy: serve entries
+                without supporting documents (an FAQ whose answer is its own source).
+        """
         check_collection_name(collection)
         check_entries(entries, self.settings)
-        return self.collection(collection, create=create).upsert(entries, progress=progress)
+        target = self.collection(collection, create=create)
+        verifier = EntryVerifier(self.checker, self.verdict_cache)
+        # The models run before the collection's write lock is taken.
+        verifications = verifier.verify(entries)
+        # A caller that gave up would not learn of the write: do not make it.
+        check_deadline("the upsert")
+        if self_evidenced is not None:
+            target.set_self_evidenced(self_evidenced)
+        result = target.upsert(entries, verifications=verifications, progress=progress)
+        return replace(result, cached=verifier.cached_)
+
+    def verify(self, collection: str, *, recheck_all: bool = False) -> VerifyReport:
+        """Verify again every entry whose stored verification is missing, UNVERIFIED, or
+        made by another checker version (every entry with ``recheck_all``): after a checker
+        change, or for entries written without a checker.
+
+        Raises:
+            FailedPreconditionError: no checker is configured.
+        """
+        if self.checker is None:
+            raise FailedPreconditionError(
+                "no entailment checker is configured: set retrieval.verifier to 'local' or "
+                "'service' (with retrieval.verifier_address)",
+                field="retrieval.verifier",
+            )
+        target = self.collection(collection)
+        version = self.checker.version
+        stale: list[KbEntry] = []
+        for entry, verification in target.store.iter_verified_entries():
+            if recheck_all or _needs_check(verification, version):
+                stale.append(entry)
+        verifier = EntryVerifier(self.checker, self.verdict_cache)
+        step = max(1, self.settings.max_entries_per_request)
+        for start in range(0, len(stale), step):
+            part = stale[start : start + step]
+            target.set_verifications(
+                {e.id: v for e, v in zip(part, verifier.verify(part), strict=True)}
+            )
+        _, found = target.verified_entries(
+            [entry.id for entry, _ in target.store.iter_verified_entries()]
+        )
+        return VerifyReport(
+            collection=collection,
+            checker_version=version,
+            entries=tuple(
+                (entry_id, verification or _never_verified(entry))
+                for entry_id, (entry, verification) in sorted(found.items())
+            ),
+            rechecked=len(stale),
+            cached=verifier.cached_,
+        )
 
     def delete(self, collection: str, ids: Sequence[str]) -> DeleteResult:
         """Remove entries; durable and gone from searches when this returns."""
@@ -171,7 +321,27 @@ class KnowledgeBase:
     def stats(self, collection: str = "") -> list[CollectionStats]:
         """One collection's statistics, or every collection's when ``collection`` is empty."""
         names = [collection] if collection else self.collection_names()
-        return [self.collection(name).stats() for name in names]
+        out = []
+        for name in names:
+            try:
+                out.append(self.collection(name).stats())
+            except FailedPreconditionError:
+                reason = self.failed_collections().get(name)
+                if reason is None:
+                    raise
+                out.append(
+                    CollectionStats(
+                        name=name,
+                        entries=0,
+                        chunks=0,
+                        index_type="",
+                        dimension=self.embedder.dimension,
+                        embedder=self.embedder.name,
+                        gpu=False,
+                        load_error=reason,
+                    )
+                )
+        return out
 
     def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Query vectors (one batch); the Ray deployment batches across requests with it."""
@@ -228,6 +398,7 @@ class KnowledgeBase:
             vectors[dense_positions] = embedded
             for i in dense_positions:
                 stages[i]["embed"] = elapsed
+        check_deadline("the search")
         dense_lists = self._retrieve(queries, vectors, stages, dense=True)
         sparse_lists = self._retrieve(queries, vectors, stages, dense=False)
         return [
@@ -280,7 +451,10 @@ class KnowledgeBase:
         stages["fuse"] = (time.perf_counter() - started) * 1000
         head_size = max(query.top_k, self.settings.rerank_head if query.rerank else 0)
         head = candidates[:head_size]
-        entries = self.collection(query.collection).entries([c.entry_id for c in head])
+        kb_version, found = self.collection(query.collection).verified_entries(
+            [c.entry_id for c in head]
+        )
+        entries = {entry_id: entry for entry_id, (entry, _) in found.items()}
         # An entry deleted by another process since the index saw it is left out.
         head = [c for c in head if c.entry_id in entries]
         if query.rerank:
@@ -298,10 +472,16 @@ class KnowledgeBase:
                 sparse_score=c.sparse.score if c.sparse else None,
                 sparse_rank=c.sparse_rank,
                 rerank_score=c.rerank,
+                verification=found[c.entry_id][1],
             )
             for rank, c in enumerate(head[: query.top_k], start=1)
         )
-        return SearchResult(hits=hits, stage_milliseconds=stages)
+        return SearchResult(
+            hits=hits,
+            stage_milliseconds=stages,
+            kb_version=kb_version,
+            kb_content_version=self.collection(query.collection).content_version(),
+        )
 
     def _fuse(
         self,
@@ -344,9 +524,11 @@ class KnowledgeBase:
         return [reranked[i] for i in rerank_order(scores)] + head[len(reranked) :]
 
     def snapshot(self) -> None:
-        """Snapshot every collection's indexes."""
+        """Snapshot every collection's indexes (those that failed to load are skipped)."""
+        failed = self.failed_collections()
         for name in self.collection_names():
-            self.collection(name).snapshot()
+            if name not in failed:
+                self.collection(name).snapshot()
 
     def close(self) -> None:
         """Snapshot and close every collection."""
@@ -354,3 +536,24 @@ class KnowledgeBase:
             collections, self._collections = list(self._collections.values()), {}
         for collection in collections:
             collection.close()
+        close = getattr(self.verdict_cache, "close", None)
+        if close is not None:
+            close()
+
+
+def _needs_check(verification: EntryVerification | None, version: str) -> bool:
+    if verification is None or verification.verdict is VerificationVerdict.UNVERIFIED:
+        return True
+    checked = verification.verdict in (VerificationVerdict.VERIFIED, VerificationVerdict.FAILED)
+    return checked and verification.checker_version != version
+
+
+def _never_verified(entry: KbEntry) -> EntryVerification:
+    from ._verification import answer_sha256, entry_sha256
+
+    return EntryVerification(
+        VerificationVerdict.UNVERIFIED,
+        reason="no verification is stored for this entry version",
+        answer_sha256=answer_sha256(entry.answer),
+        entry_sha256=entry_sha256(entry),
+    )

@@ -5,6 +5,10 @@ Snowball-stemmed. ``bm25s`` builds a static index, so the tokenised rows are
 kept: removing an entry masks its rows at once, and adding rows marks the
 index stale; the owner rebuilds it (from the kept tokens, without the dead
 rows) before the next search — cheap next to tokenising.
+
+A text can have no terms at all ("the", punctuation, emoji): such a row is kept (it
+matches nothing), and an index whose rows have no terms (an empty vocabulary) has no
+BM25 matrix and answers every query with no match.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,11 +28,31 @@ import Stemmer
 from ..core import RetrievalSettings
 from ._dense import UnitMatch
 
-__all__ = ["SparseIndex"]
+__all__ = ["SparseIndex", "searchable_terms"]
 
 # bm25s sets its logger to DEBUG on import, which would put a line in the service log
 # at every index rebuild; its warnings still come through.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+_local = threading.local()
+
+
+def searchable_terms(texts: Sequence[str]) -> list[list[str]]:
+    """The BM25 terms of each text: lower-cased words of two or more letters or digits,
+    English stopwords dropped, Snowball-stemmed (empty for "the", symbols, emoji)."""
+    if not texts:
+        return []
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:  # a Stemmer is not safe to share between threads
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    tokens: list[list[str]] = bm25s.tokenize(
+        list(texts),
+        stopwords="en",
+        stemmer=stemmer,
+        return_ids=False,
+        show_progress=False,
+    )
+    return tokens
 
 
 class SparseIndex:
@@ -39,7 +64,6 @@ class SparseIndex:
 
     def __init__(self, settings: RetrievalSettings) -> None:
         self.settings = settings
-        self._stemmer = Stemmer.Stemmer("english")
         self._row_entry: list[str] = []
         self._row_unit: list[str] = []
         self._row_tokens: list[list[str]] = []
@@ -54,17 +78,8 @@ class SparseIndex:
         return len(self._row_entry)
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
-        """Stemmed, stopword-free word lists."""
-        if not texts:
-            return []
-        tokens: list[list[str]] = bm25s.tokenize(
-            list(texts),
-            stopwords="en",
-            stemmer=self._stemmer,
-            return_ids=False,
-            show_progress=False,
-        )
-        return tokens
+        """Stemmed, stopword-free word lists (:func:`searchable_terms`)."""
+        return searchable_terms(texts)
 
     # -- changes ----------------------------------------------------------------
     def add(self, entry_id: str, unit_ids: Sequence[str], texts: Sequence[str]) -> None:
@@ -115,12 +130,14 @@ class SparseIndex:
             self._rows_of_entry = {}
             for row, entry_id in enumerate(self._row_entry):
                 self._rows_of_entry.setdefault(entry_id, []).append(row)
-        if self.rows:
+        if any(self._row_tokens):
             retriever = bm25s.BM25(k1=self.settings.bm25_k1, b=self.settings.bm25_b)
-            retriever.index(self._row_tokens, show_progress=False)
+            # A row without terms has length 0: its (unused) scores divide 0 by 0.
+            with np.errstate(invalid="ignore", divide="ignore"):
+                retriever.index(self._row_tokens, show_progress=False)
             self._retriever = retriever
             self._live_mask = np.ones(self.rows, dtype=np.float32)
-        else:
+        else:  # nothing indexed, or no row has a term: nothing can match
             self._retriever, self._live_mask = None, None
         self.stale = False
 

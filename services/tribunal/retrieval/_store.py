@@ -6,15 +6,19 @@ restart loses nothing acknowledged. Every write appends to ``changes`` (one
 row per touched entry, with a growing sequence number); in-memory indexes
 remember the last sequence they applied and replay the rest, which also
 lets several processes serve the same directory. Embeddings are stored with
-their units, so indexes rebuild without re-embedding.
+their units, so indexes rebuild without re-embedding. Each entry's
+verification (do its chunks entail its answer?) is written in the same
+transaction as the entry version it belongs to; the collection's
+``self_evidenced`` policy lives in ``meta``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +27,7 @@ from numpy.typing import NDArray
 
 from ._ingest import entry_from_record, entry_to_record
 from ._types import KbEntry
+from ._verification import EntryVerification, entry_sha256
 
 __all__ = ["EntryStore", "StoredUnits"]
 
@@ -37,6 +42,7 @@ CREATE TABLE IF NOT EXISTS units (
     embedding BLOB NOT NULL,
     PRIMARY KEY (entry_id, position)
 );
+CREATE TABLE IF NOT EXISTS verifications (entry_id TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     entry_id TEXT NOT NULL,
@@ -125,13 +131,22 @@ class EntryStore:
         self,
         upserts: Sequence[tuple[KbEntry, Sequence[str], Sequence[str], NDArray[np.float32]]],
         deletes: Sequence[str] = (),
+        verifications: Mapping[str, EntryVerification] | None = None,
     ) -> tuple[int, list[str]]:
-        """Apply upserts (entry, unit ids, unit texts, vectors) and deletes in one
-        durable transaction. Returns the last change sequence and the delete ids
-        that did not exist."""
+        """Apply upserts (entry, unit ids, unit texts, vectors) with their verifications
+        (by entry id; an upsert without one has none stored) and deletes in one durable
+        transaction. Returns the last change sequence and the delete ids that did not
+        exist."""
         missing: list[str] = []
+        verifications = verifications or {}
         with self._transaction() as db:
             for entry, unit_ids, texts, vectors in upserts:
+                db.execute("DELETE FROM verifications WHERE entry_id = ?", (entry.id,))
+                if entry.id in verifications:
+                    db.execute(
+                        "INSERT INTO verifications (entry_id, record) VALUES (?, ?)",
+                        (entry.id, _verification_json(verifications[entry.id])),
+                    )
                 db.execute("DELETE FROM units WHERE entry_id = ?", (entry.id,))
                 db.execute(
                     "INSERT OR REPLACE INTO entries (id, record) VALUES (?, ?)",
@@ -153,9 +168,39 @@ class EntryStore:
                     missing.append(entry_id)
                     continue
                 db.execute("DELETE FROM units WHERE entry_id = ?", (entry_id,))
+                db.execute("DELETE FROM verifications WHERE entry_id = ?", (entry_id,))
                 db.execute("INSERT INTO changes (entry_id, op) VALUES (?, 'delete')", (entry_id,))
             last = self._last_seq(db)
         return last, missing
+
+    def set_verifications(self, verifications: Mapping[str, EntryVerification]) -> int:
+        """Replace stored verifications (``tribunal kb verify``), each only while its entry
+        is still the version it checked; returns how many were written."""
+        written = 0
+        with self._transaction() as db:
+            for entry_id, verification in verifications.items():
+                row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
+                if row is None or _record_sha256(row[0]) != verification.entry_sha256:
+                    continue  # deleted or rewritten since: its own upsert verified it
+                db.execute(
+                    "INSERT OR REPLACE INTO verifications (entry_id, record) VALUES (?, ?)",
+                    (entry_id, _verification_json(verification)),
+                )
+                written += 1
+        return written
+
+    def set_self_evidenced(self, value: bool) -> None:
+        """The collection's ``self_evidenced`` policy."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('self_evidenced', ?)",
+                ("true" if value else "false",),
+            )
+
+    def self_evidenced(self) -> bool:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'self_evidenced'").fetchone()
+        return bool(row) and row[0] == "true"
 
     def prune_changes(self, through: int) -> None:
         """Forget change rows up to ``through`` (a snapshot covers them)."""
@@ -240,6 +285,38 @@ class EntryStore:
                     )
         return out
 
+    def verified_entries(
+        self, entry_ids: Sequence[str]
+    ) -> tuple[int, dict[str, tuple[KbEntry, EntryVerification | None]]]:
+        """The last change sequence and, per stored id, the entry with its verification
+        (None when none is stored, or it belongs to another version of the entry)."""
+        out: dict[str, tuple[KbEntry, EntryVerification | None]] = {}
+        with self._transaction("DEFERRED") as db:
+            for entry_id in entry_ids:
+                row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
+                if row is None:
+                    continue
+                checked = db.execute(
+                    "SELECT record FROM verifications WHERE entry_id = ?", (entry_id,)
+                ).fetchone()
+                verification = (
+                    EntryVerification.from_record(json.loads(checked[0])) if checked else None
+                )
+                if verification is not None and verification.entry_sha256 != _record_sha256(row[0]):
+                    verification = None
+                entry = entry_from_record(json.loads(row[0]), record_format="entries", max_chars=1)
+                out[entry_id] = (entry, verification)
+            last = self._last_seq(db)
+        return last, out
+
+    def iter_verified_entries(self) -> Iterator[tuple[KbEntry, EntryVerification | None]]:
+        """Every stored entry with its verification (``tribunal kb verify``)."""
+        with self._transaction("DEFERRED") as db:
+            ids = [row[0] for row in db.execute("SELECT id FROM entries ORDER BY id")]
+        for start in range(0, len(ids), 500):
+            _, found = self.verified_entries(ids[start : start + 500])
+            yield from found.values()
+
     def existing(self, entry_ids: Sequence[str]) -> set[str]:
         """Which of these ids are stored."""
         with self._transaction("DEFERRED") as db:
@@ -249,9 +326,31 @@ class EntryStore:
                 if db.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchone()
             }
 
+    def content_version(self) -> tuple[int, str]:
+        """The last change sequence and the content hash of every stored entry:
+        ``kb-`` + 16 hex of the sha256 over the entries' ids and versions (sorted by id),
+        so the same entries give the same value in any store."""
+        digest = hashlib.sha256()
+        with self._transaction("DEFERRED") as db:
+            for entry_id, record in db.execute("SELECT id, record FROM entries ORDER BY id"):
+                digest.update(f"{entry_id}\x00{_record_sha256(record)}\n".encode())
+            last = self._last_seq(db)
+        return last, f"kb-{digest.hexdigest()[:16]}"
+
     def iter_entries(self) -> Iterator[KbEntry]:
         """Every stored entry (for export)."""
         with self._transaction("DEFERRED") as db:
             rows = db.execute("SELECT record FROM entries ORDER BY id").fetchall()
         for (record,) in rows:
             yield entry_from_record(json.loads(record), record_format="entries", max_chars=1)
+
+
+def _verification_json(verification: EntryVerification) -> str:
+    return json.dumps(verification.to_record(), ensure_ascii=False)
+
+
+def _record_sha256(record_json: str) -> str:
+    """The entry version of a stored record (as :func:`entry_sha256` computes it)."""
+    return entry_sha256(
+        entry_from_record(json.loads(record_json), record_format="entries", max_chars=1)
+    )

@@ -9,6 +9,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._verification import EntryVerification
 
 __all__ = [
     "ANSWER_UNIT_ID",
@@ -112,6 +116,9 @@ class SearchHit:
     sparse_score: float | None = None
     sparse_rank: int | None = None
     rerank_score: float | None = None
+    verification: EntryVerification | None = None
+    """The entry's stored verification, the collection's policy applied (None: never
+    verified, e.g. written before verification existed)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,10 @@ class SearchResult:
     hits: tuple[SearchHit, ...]
     stage_milliseconds: Mapping[str, float] = field(default_factory=dict)
     """Stage name (embed, dense, sparse, fuse, rerank) to milliseconds."""
+    kb_version: int = 0
+    """The collection's version: the sequence number of its last change."""
+    kb_content_version: str = ""
+    """Content hash of the collection's entries (see ``Collection.content_version``)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +140,12 @@ class UpsertResult:
     """Entries written."""
     total_entries: int
     """Collection size after the write."""
+    verdicts: Mapping[str, int] = field(default_factory=dict)
+    """Entries of this write per verification verdict (``verified``, ``failed``, ...)."""
+    cached: int = 0
+    """Verifications answered from the verdict cache."""
+    kb_version: int = 0
+    """The collection's version (its change counter) once this write was applied."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,8 @@ class DeleteResult:
     """Entries removed."""
     missing_ids: tuple[str, ...]
     """Requested ids that were not in the collection."""
+    kb_version: int = 0
+    """The collection's version (its change counter) once this delete was applied."""
 
 
 @dataclass(frozen=True)
@@ -150,3 +169,5 @@ class CollectionStats:
     dimension: int
     embedder: str
     gpu: bool
+    load_error: str = ""
+    """Why the collection could not be opened (empty when it serves)."""

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ..core import InvalidArgumentError, ResourceExhaustedError, RetrievalSettings
+from ._sparse import searchable_terms
 from ._types import ANSWER_UNIT_ID, QUESTION_UNIT_ID, KbEntry, SearchQuery
 
 __all__ = [
@@ -37,16 +38,16 @@ def check_query(query: SearchQuery, settings: RetrievalSettings, *, prefix: str 
         raise InvalidArgumentError(
             "query is empty; send the text to search for", field=f"{prefix}query"
         )
-    if len(query.text) > settings.query_max_chars:
+    if len(query.text) > settings.max_query_chars:
         raise InvalidArgumentError(
             f"query is {len(query.text)} characters long; the limit is "
-            f"{settings.query_max_chars} (shorten it, or raise "
-            "TRIBUNAL_RETRIEVAL__QUERY_MAX_CHARS)",
+            f"{settings.max_query_chars} (shorten it, or raise "
+            "TRIBUNAL_RETRIEVAL__MAX_QUERY_CHARS)",
             field=f"{prefix}query",
         )
-    if not 1 <= query.top_k <= settings.top_k_max:
+    if not 1 <= query.top_k <= settings.max_top_k:
         raise InvalidArgumentError(
-            f"top_k is {query.top_k}; it must be between 1 and {settings.top_k_max}",
+            f"top_k is {query.top_k}; it must be between 1 and {settings.max_top_k}",
             field=f"{prefix}top_k",
         )
 
@@ -54,10 +55,10 @@ def check_query(query: SearchQuery, settings: RetrievalSettings, *, prefix: str 
 def check_batch(queries: Sequence[SearchQuery], settings: RetrievalSettings) -> None:
     if not queries:
         raise InvalidArgumentError("searches is empty; send at least one search", field="searches")
-    if len(queries) > settings.batch_max_searches:
+    if len(queries) > settings.max_searches_per_request:
         raise ResourceExhaustedError(
-            f"{len(queries)} searches in one batch; the limit is {settings.batch_max_searches} "
-            "(split the batch)",
+            f"{len(queries)} searches in one batch; the limit is "
+            f"{settings.max_searches_per_request} (split the batch)",
             field="searches",
         )
     for i, query in enumerate(queries):
@@ -74,43 +75,112 @@ def _duplicates(ids: Sequence[str]) -> list[str]:
     return list(repeated)
 
 
+def _check_length(text: str, limit: int, setting: str, where: str) -> None:
+    if len(text) > limit:
+        raise InvalidArgumentError(
+            f"{where} has {len(text)} characters; the limit is {limit} "
+            f"(retrieval.{setting}): shorten it",
+            field=where,
+        )
+
+
+def _check_sizes(entry: KbEntry, settings: RetrievalSettings, where: str) -> None:
+    """The retrieval section's limits on one entry (the gRPC layer checks them too;
+    ingest from files and Ray Serve callers reach only this)."""
+    _check_length(
+        entry.question, settings.max_question_chars, "max_question_chars", f"{where}.question"
+    )
+    _check_length(entry.answer, settings.max_answer_chars, "max_answer_chars", f"{where}.answer")
+    if len(entry.chunks) > settings.max_chunks_per_item:
+        raise ResourceExhaustedError(
+            f"{where}.chunks has {len(entry.chunks)} entries; the limit is "
+            f"{settings.max_chunks_per_item} (retrieval.max_chunks_per_item): split the entry",
+            field=f"{where}.chunks",
+        )
+    if len(entry.metadata) > settings.max_metadata_per_item:
+        raise ResourceExhaustedError(
+            f"{where}.metadata has {len(entry.metadata)} keys; the limit is "
+            f"{settings.max_metadata_per_item} (retrieval.max_metadata_per_item)",
+            field=f"{where}.metadata",
+        )
+    for key, value in entry.metadata.items():
+        _check_length(
+            value,
+            settings.max_metadata_value_chars,
+            "max_metadata_value_chars",
+            f"{where}.metadata[{key[:40]!r}]",
+        )
+    for j, chunk in enumerate(entry.chunks):
+        _check_length(
+            chunk.text, settings.max_chunk_chars, "max_chunk_chars", f"{where}.chunks[{j}].text"
+        )
+        _check_length(
+            chunk.title, settings.max_title_chars, "max_title_chars", f"{where}.chunks[{j}].title"
+        )
+
+
+def _check_searchable(entry: KbEntry, where: str) -> None:
+    """Every text the indexes take in has BM25 terms: a unit without any (only stopwords,
+    symbols, emoji, NUL characters) could never be found by keywords."""
+    units = entry.search_units()
+    if not units:
+        raise InvalidArgumentError(
+            f"entry {entry.id!r} has no question, answer or chunk text to search; "
+            "fill at least one",
+            field=where,
+        )
+    chunk_index = {chunk.id: j for j, chunk in enumerate(entry.chunks)}
+    for (unit_id, text), terms in zip(units, searchable_terms([t for _, t in units]), strict=True):
+        if terms:
+            continue
+        if unit_id == QUESTION_UNIT_ID:
+            field = f"{where}.question"
+        elif unit_id == ANSWER_UNIT_ID:
+            field = f"{where}.answer"
+        else:
+            field = f"{where}.chunks[{chunk_index[unit_id]}].text"
+        raise InvalidArgumentError(
+            f"{field} ({text[:40]!r}) has no searchable words: only stopwords, symbols, "
+            "emoji or control characters, which keyword search drops; write it in words "
+            "of two or more letters or digits",
+            field=field,
+        )
+
+
 def check_entries(entries: Sequence[KbEntry], settings: RetrievalSettings) -> None:
-    """Non-empty, within the size limit, ids present and unique, each entry searchable."""
+    """Non-empty, within the size limits, ids present and unique, each entry searchable
+    (every indexed text has keyword-search terms)."""
     if not entries:
         raise InvalidArgumentError("entries is empty; send at least one entry", field="entries")
-    if len(entries) > settings.upsert_max_entries:
+    if len(entries) > settings.max_entries_per_request:
         raise ResourceExhaustedError(
-            f"{len(entries)} entries in one upsert; the limit is {settings.upsert_max_entries} "
-            "(split the request)",
+            f"{len(entries)} entries in one upsert; the limit is "
+            f"{settings.max_entries_per_request} (split the request)",
             field="entries",
         )
     for i, entry in enumerate(entries):
+        where = f"entries[{i}]"
         if not entry.id.strip():
             raise InvalidArgumentError(
-                f"entries[{i}].id is empty; every entry needs a non-empty id",
-                field=f"entries[{i}].id",
+                f"{where}.id is empty; every entry needs a non-empty id", field=f"{where}.id"
             )
-        if not entry.search_units():
-            raise InvalidArgumentError(
-                f"entry {entry.id!r} has no question, answer or chunk text to search; "
-                "fill at least one",
-                field=f"entries[{i}]",
-            )
+        _check_sizes(entry, settings, where)
         chunk_ids = [chunk.id for chunk in entry.chunks]
         for j, chunk_id in enumerate(chunk_ids):
             if not chunk_id.strip() or chunk_id in (QUESTION_UNIT_ID, ANSWER_UNIT_ID):
                 raise InvalidArgumentError(
-                    f"entries[{i}].chunks[{j}].id is {chunk_id!r}; chunk ids must be non-empty "
+                    f"{where}.chunks[{j}].id is {chunk_id!r}; chunk ids must be non-empty "
                     f"and not {QUESTION_UNIT_ID!r} or {ANSWER_UNIT_ID!r}",
-                    field=f"entries[{i}].chunks[{j}].id",
+                    field=f"{where}.chunks[{j}].id",
                 )
         repeated_chunks = _duplicates(chunk_ids)
         if repeated_chunks:
             raise InvalidArgumentError(
                 f"entry {entry.id!r} repeats chunk id(s) {repeated_chunks}; "
                 "chunk ids must be unique within an entry",
-                field=f"entries[{i}].chunks",
+                field=f"{where}.chunks",
             )
+        _check_searchable(entry, where)
     repeated = _duplicates([entry.id for entry in entries])
     if repeated:
         raise InvalidArgumentError(

@@ -30,8 +30,9 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import grpc_status
+from ..deploy import ServeApp, serve_caller
 from ..v1 import retrieval_pb2
+from ._change_audit import AuditedWrites
 from ._knowledge_base import KnowledgeBase
 from ._types import (
     CollectionStats,
@@ -43,17 +44,24 @@ from ._types import (
     UpsertResult,
 )
 from .servicer import (
+    batch_search_response,
+    delete_response,
     entry_from_proto,
+    open_change_log,
     profile_reranker,
+    queries_from_proto,
     query_from_proto,
     result_to_proto,
+    self_evidenced_from_proto,
+    stats_response,
+    upsert_response,
 )
 
 __all__ = ["RetrievalDeployment", "build_app"]
 
 
 @serve.deployment(name="retrieval")
-class RetrievalDeployment:
+class RetrievalDeployment(ServeApp, service="retrieval"):
     """A replica: the embedder, the collections, batched query embedding.
 
     Args:
@@ -63,7 +71,10 @@ class RetrievalDeployment:
 
     def __init__(self, settings_data: dict[str, Any]) -> None:
         settings = Settings(**settings_data)
+        super().__init__(settings)
         self.kb = KnowledgeBase.from_settings(settings, profile_reranker(settings))
+        # Every write, from the proxy or a handle, is audited under its caller's name.
+        self.writes = AuditedWrites(self.kb, open_change_log(settings))
         options = settings.retrieval.deployment
         self.embed_query.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
         self.embed_query.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
@@ -88,12 +99,25 @@ class RetrievalDeployment:
         return await asyncio.to_thread(self.kb.search_batch, list(queries))
 
     async def upsert(
-        self, collection: str, entries: Sequence[KbEntry], create: bool = False
+        self,
+        collection: str,
+        entries: Sequence[KbEntry],
+        create: bool = False,
+        self_evidenced: bool | None = None,
     ) -> UpsertResult:
-        return await asyncio.to_thread(self.kb.upsert, collection, list(entries), create=create)
+        return await asyncio.to_thread(
+            self.writes.upsert,
+            serve_caller().name,
+            collection,
+            list(entries),
+            create=create,
+            self_evidenced=self_evidenced,
+        )
 
     async def delete(self, collection: str, ids: Sequence[str]) -> DeleteResult:
-        return await asyncio.to_thread(self.kb.delete, collection, list(ids))
+        return await asyncio.to_thread(
+            self.writes.delete, serve_caller().name, collection, list(ids)
+        )
 
     async def stats(self, collection: str = "") -> list[CollectionStats]:
         return await asyncio.to_thread(self.kb.stats, collection)
@@ -102,37 +126,34 @@ class RetrievalDeployment:
     async def Search(
         self, request: retrieval_pb2.SearchRequest, grpc_context: Any = None
     ) -> retrieval_pb2.SearchResponse:
-        with grpc_status(grpc_context):
-            return result_to_proto(await self.search(query_from_proto(request)))
+        return result_to_proto(await self.search(query_from_proto(request)), request.request_id)
 
     async def BatchSearch(
         self, request: retrieval_pb2.BatchSearchRequest, grpc_context: Any = None
     ) -> retrieval_pb2.BatchSearchResponse:
-        with grpc_status(grpc_context):
-            queries = [
-                query_from_proto(s, field=f"searches[{i}].") for i, s in enumerate(request.searches)
-            ]
-            results = await self.batch_search(queries)
-            return retrieval_pb2.BatchSearchResponse(results=[result_to_proto(r) for r in results])
+        return batch_search_response(await self.batch_search(queries_from_proto(request)), request)
 
     async def Upsert(
         self, request: retrieval_pb2.UpsertRequest, grpc_context: Any = None
     ) -> retrieval_pb2.UpsertResponse:
-        with grpc_status(grpc_context):
-            entries = [entry_from_proto(e) for e in request.entries]
-            result = await self.upsert(request.collection, entries, request.create_collection)
-            return retrieval_pb2.UpsertResponse(
-                upserted=result.upserted, total_entries=result.total_entries
-            )
+        entries = [entry_from_proto(e) for e in request.entries]
+        result = await self.upsert(
+            request.collection,
+            entries,
+            request.create_collection,
+            self_evidenced_from_proto(request),
+        )
+        return upsert_response(result)
 
     async def Delete(
         self, request: retrieval_pb2.DeleteRequest, grpc_context: Any = None
     ) -> retrieval_pb2.DeleteResponse:
-        with grpc_status(grpc_context):
-            result = await self.delete(request.collection, list(request.ids))
-            return retrieval_pb2.DeleteResponse(
-                deleted=result.deleted, missing_ids=list(result.missing_ids)
-            )
+        return delete_response(await self.delete(request.collection, list(request.ids)))
+
+    async def Stats(
+        self, request: retrieval_pb2.StatsRequest, grpc_context: Any = None
+    ) -> retrieval_pb2.StatsResponse:
+        return stats_response(await self.stats(request.collection))
 
     def __del__(self) -> None:
         # Replica shutdown: write snapshots so the next replica loads instead of rebuilding.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import grpc
 
@@ -19,27 +19,40 @@ from ..core import (
     Settings,
     UnavailableError,
 )
-from ..core.server import ServiceBinding, ServiceHost
+from ..core.server import RequestLimits, ServiceBinding, ServiceHost, caller_of
+from ..core.storage import Database
 from ..v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
+from ._change_audit import AuditedWrites, KbChangeLog
 from ._knowledge_base import KnowledgeBase
 from ._rerank import LazyReranker, Reranker, load_profile_reranker
 from ._types import (
     Chunk,
     CollectionStats,
+    DeleteResult,
     KbEntry,
     SearchMode,
     SearchQuery,
     SearchResult,
+    UpsertResult,
 )
+from ._verification import EntryVerification, VerificationVerdict
 
 __all__ = [
     "RetrievalServicer",
+    "batch_search_response",
     "build_host",
+    "delete_response",
     "entry_from_proto",
     "entry_to_proto",
+    "open_change_log",
     "profile_reranker",
+    "queries_from_proto",
     "query_from_proto",
     "result_to_proto",
+    "self_evidenced_from_proto",
+    "stats_response",
+    "upsert_response",
+    "verification_to_proto",
 ]
 
 log = logging.getLogger(__name__)
@@ -91,8 +104,43 @@ def query_from_proto(message: retrieval_pb2.SearchRequest, *, field: str = "") -
     )
 
 
-def result_to_proto(result: SearchResult) -> retrieval_pb2.SearchResponse:
+_VERDICTS = {
+    VerificationVerdict.UNVERIFIED: retrieval_pb2.VERIFICATION_VERDICT_UNVERIFIED,
+    VerificationVerdict.VERIFIED: retrieval_pb2.VERIFICATION_VERDICT_VERIFIED,
+    VerificationVerdict.FAILED: retrieval_pb2.VERIFICATION_VERDICT_FAILED,
+    VerificationVerdict.NO_EVIDENCE: retrieval_pb2.VERIFICATION_VERDICT_NO_EVIDENCE,
+    VerificationVerdict.SELF_EVIDENCED: retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED,
+}
+
+
+def verification_to_proto(
+    verification: EntryVerification | None,
+) -> retrieval_pb2.EntryVerification:
+    """An entry without a stored verification is UNVERIFIED (never served)."""
+    if verification is None:
+        return retrieval_pb2.EntryVerification(
+            verdict=retrieval_pb2.VERIFICATION_VERDICT_UNVERIFIED,
+            reason="no verification is stored for this entry version",
+        )
+    return retrieval_pb2.EntryVerification(
+        verdict=_VERDICTS[verification.verdict],
+        reason=verification.reason,
+        entailed_chunk_ids=list(verification.entailed_chunk_ids),
+        checker_version=verification.checker_version,
+        models=list(verification.models),
+        answer_sha256=verification.answer_sha256,
+        entry_sha256=verification.entry_sha256,
+        verified_at=verification.verified_at,
+        claims=verification.claims,
+        chunk_p_entail=dict(verification.chunk_p_entail),
+    )
+
+
+def result_to_proto(result: SearchResult, request_id: str = "") -> retrieval_pb2.SearchResponse:
     return retrieval_pb2.SearchResponse(
+        request_id=request_id,
+        kb_version=result.kb_version,
+        kb_content_version=result.kb_content_version,
         hits=[
             retrieval_pb2.SearchHit(
                 entry=entry_to_proto(hit.entry),
@@ -104,6 +152,7 @@ def result_to_proto(result: SearchResult) -> retrieval_pb2.SearchResponse:
                 sparse_rank=hit.sparse_rank,
                 rerank_score=hit.rerank_score,
                 matched_chunk_id=hit.matched_unit_id,
+                verification=verification_to_proto(hit.verification),
             )
             for hit in result.hits
         ],
@@ -111,6 +160,47 @@ def result_to_proto(result: SearchResult) -> retrieval_pb2.SearchResponse:
             common_pb2.StageLatency(stage=stage, milliseconds=ms)
             for stage, ms in result.stage_milliseconds.items()
         ],
+    )
+
+
+def queries_from_proto(request: retrieval_pb2.BatchSearchRequest) -> list[SearchQuery]:
+    return [
+        query_from_proto(search, field=f"searches[{i}].")
+        for i, search in enumerate(request.searches)
+    ]
+
+
+def batch_search_response(
+    results: Sequence[SearchResult], request: retrieval_pb2.BatchSearchRequest | None = None
+) -> retrieval_pb2.BatchSearchResponse:
+    ids = [s.request_id for s in request.searches] if request is not None else [""] * len(results)
+    return retrieval_pb2.BatchSearchResponse(
+        results=[result_to_proto(r, i) for r, i in zip(results, ids, strict=True)]
+    )
+
+
+def upsert_response(result: UpsertResult) -> retrieval_pb2.UpsertResponse:
+    counts = result.verdicts
+    return retrieval_pb2.UpsertResponse(
+        upserted=result.upserted,
+        total_entries=result.total_entries,
+        verified=counts.get(VerificationVerdict.VERIFIED.value, 0),
+        failed=counts.get(VerificationVerdict.FAILED.value, 0),
+        unverified=counts.get(VerificationVerdict.UNVERIFIED.value, 0),
+        no_evidence=counts.get(VerificationVerdict.NO_EVIDENCE.value, 0),
+        cached=result.cached,
+        kb_version=result.kb_version,
+    )
+
+
+def self_evidenced_from_proto(request: retrieval_pb2.UpsertRequest) -> bool | None:
+    """The policy an upsert sets, or None to keep the collection's."""
+    return request.self_evidenced if request.HasField("self_evidenced") else None
+
+
+def delete_response(result: DeleteResult) -> retrieval_pb2.DeleteResponse:
+    return retrieval_pb2.DeleteResponse(
+        deleted=result.deleted, missing_ids=list(result.missing_ids), kb_version=result.kb_version
     )
 
 
@@ -123,7 +213,12 @@ def _stats_to_proto(stats: CollectionStats) -> retrieval_pb2.CollectionStats:
         dimension=stats.dimension,
         embedder=stats.embedder,
         gpu=stats.gpu,
+        load_error=stats.load_error,
     )
+
+
+def stats_response(stats: Sequence[CollectionStats]) -> retrieval_pb2.StatsResponse:
+    return retrieval_pb2.StatsResponse(collections=[_stats_to_proto(s) for s in stats])
 
 
 # -- the servicer ----------------------------------------------------------------------
@@ -132,18 +227,32 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
 
     Args:
         kb_factory: Builds the knowledge base (loads the embedder and indexes).
+        change_log: Opens the KB change audit; every Upsert and Delete is recorded
+            there under the caller's credential name. None: writes are not audited
+            (tests and benchmarks of the search path only).
     """
 
-    def __init__(self, kb_factory: Callable[[], KnowledgeBase]) -> None:
+    def __init__(
+        self,
+        kb_factory: Callable[[], KnowledgeBase],
+        *,
+        change_log: Callable[[], KbChangeLog] | None = None,
+    ) -> None:
         self._factory = kb_factory
+        self._change_log = change_log
         self._kb: KnowledgeBase | None = None
+        self._writes: AuditedWrites | None = None
         self._lock = threading.Lock()
 
     def load(self) -> None:
-        """Build the knowledge base (the ServiceHost loader)."""
+        """Build the knowledge base and open the change audit (the ServiceHost loader)."""
         kb = self._factory()
+        changes = self._change_log() if self._change_log is not None else None
+        if changes is None:
+            log.warning("KB writes through this servicer are not audited (no change log)")
         with self._lock:
             self._kb = kb
+            self._writes = AuditedWrites(kb, changes) if changes is not None else None
 
     def close(self) -> None:
         """Snapshot and close the collections."""
@@ -163,53 +272,68 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.SearchRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.SearchResponse:
         query = query_from_proto(request)
-        return result_to_proto(self.kb.search(query))
+        return result_to_proto(self.kb.search(query), request.request_id)
 
     def BatchSearch(
         self, request: retrieval_pb2.BatchSearchRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.BatchSearchResponse:
-        queries = [
-            query_from_proto(search, field=f"searches[{i}].")
-            for i, search in enumerate(request.searches)
-        ]
-        results = self.kb.search_batch(queries)
-        return retrieval_pb2.BatchSearchResponse(results=[result_to_proto(r) for r in results])
+        return batch_search_response(self.kb.search_batch(queries_from_proto(request)), request)
 
     def Upsert(
         self, request: retrieval_pb2.UpsertRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.UpsertResponse:
         entries = [entry_from_proto(e) for e in request.entries]
-        result = self.kb.upsert(request.collection, entries, create=request.create_collection)
-        return retrieval_pb2.UpsertResponse(
-            upserted=result.upserted, total_entries=result.total_entries
+        options = {
+            "create": request.create_collection,
+            "self_evidenced": self_evidenced_from_proto(request),
+        }
+        kb, writes = self.kb, self._writes
+        result = (
+            writes.upsert(caller_of(context).name, request.collection, entries, **options)
+            if writes is not None
+            else kb.upsert(request.collection, entries, **options)
         )
+        return upsert_response(result)
 
     def Delete(
         self, request: retrieval_pb2.DeleteRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.DeleteResponse:
-        result = self.kb.delete(request.collection, list(request.ids))
-        return retrieval_pb2.DeleteResponse(
-            deleted=result.deleted, missing_ids=list(result.missing_ids)
+        ids = list(request.ids)
+        kb, writes = self.kb, self._writes
+        result = (
+            writes.delete(caller_of(context).name, request.collection, ids)
+            if writes is not None
+            else kb.delete(request.collection, ids)
         )
+        return delete_response(result)
 
     def Stats(
         self, request: retrieval_pb2.StatsRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.StatsResponse:
-        stats = self.kb.stats(request.collection)
-        return retrieval_pb2.StatsResponse(collections=[_stats_to_proto(s) for s in stats])
+        return stats_response(self.kb.stats(request.collection))
 
 
 class _RetrievalHost(ServiceHost):
-    """A ServiceHost that snapshots the collections after it stops serving."""
+    """A ServiceHost that reports each collection's health (``<service>/collection/<name>``:
+    NOT_SERVING for one that failed to load, while the others serve) and snapshots the
+    collections after it stops serving."""
 
     def __init__(self, settings: Settings, servicer: RetrievalServicer) -> None:
         super().__init__(
             settings.server,
+            request_limits=RequestLimits.from_settings(settings),
             name="retrieval",
             bindings=[binding(servicer)],
-            loader=servicer.load,
+            loader=self._load_and_report,
         )
         self.servicer = servicer
+
+    def _load_and_report(self) -> None:
+        self.servicer.load()
+        kb = self.servicer.kb
+        failed = kb.failed_collections()
+        for name in kb.collection_names():
+            self.set_part_health(f"collection/{name}", name not in failed)
 
     def stop(self, grace: float | None = None) -> None:
         super().stop(grace)
@@ -224,6 +348,13 @@ def binding(servicer: RetrievalServicer) -> ServiceBinding:
             servicer, server
         ),
     )
+
+
+def open_change_log(settings: Settings) -> KbChangeLog:
+    """The KB change audit in the store at ``database_url`` (schema prepared)."""
+    db = Database(settings.database_url)
+    db.create_schema()
+    return KbChangeLog(db)
 
 
 def profile_reranker(settings: Settings) -> Reranker | None:
@@ -249,5 +380,8 @@ def build_host(settings: Settings, reranker: Reranker | None = None) -> ServiceH
         reranker: Overrides the profile's (lazily loaded) reranker.
     """
     chosen = reranker or profile_reranker(settings)
-    servicer = RetrievalServicer(lambda: KnowledgeBase.from_settings(settings, chosen))
+    servicer = RetrievalServicer(
+        lambda: KnowledgeBase.from_settings(settings, chosen),
+        change_log=lambda: open_change_log(settings),
+    )
     return _RetrievalHost(settings, servicer)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from tribunal.v1 import common_pb2 as tribunal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atribunal/v1/ensemble.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\"F\n\x0cMatchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\'\n\tcandidate\x18\x02 \x01(\x0b\x32\x14.tribunal.v1.KbEntry\"Y\n\x0cJudgeVerdict\x12\r\n\x05judge\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12\x0c\n\x04vote\x18\x04 \x01(\x08\x12\r\n\x05p_yes\x18\x05 \x01(\x01\"\xb0\x01\n\rMatchResponse\x12\x0f\n\x07p_match\x18\x01 \x01(\x01\x12\r\n\x05match\x18\x02 \x01(\x08\x12)\n\x06judges\x18\x03 \x03(\x0b\x32\x19.tribunal.v1.JudgeVerdict\x12\x12\n\naggregator\x18\x04 \x01(\t\x12\x18\n\x10\x61rtifact_version\x18\x05 \x01(\t\x12&\n\x05usage\x18\x06 \x01(\x0b\x32\x17.tribunal.v1.TokenUsage\"=\n\x11\x42\x61tchMatchRequest\x12(\n\x05items\x18\x01 \x03(\x0b\x32\x19.tribunal.v1.MatchRequest\"A\n\x12\x42\x61tchMatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.tribunal.v1.MatchResponse\"W\n\x15JudgeRelevanceRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05\x63hunk\x18\x02 \x01(\t\x12\x0f\n\x07\x61nswers\x18\x03 \x03(\t\x12\x0f\n\x07item_id\x18\x04 \x01(\t\"4\n\x15RelevanceFeatureValue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\"\xff\x01\n\x16JudgeRelevanceResponse\x12\x12\n\np_relevant\x18\x01 \x01(\x01\x12\x11\n\tthreshold\x18\x02 \x01(\x01\x12\x10\n\x08\x62\x61nd_low\x18\x03 \x01(\x01\x12\x11\n\tband_high\x18\x04 \x01(\x01\x12\x34\n\x08\x66\x65\x61tures\x18\x05 \x03(\x0b\x32\".tribunal.v1.RelevanceFeatureValue\x12&\n\x05usage\x18\x06 \x01(\x0b\x32\x17.tribunal.v1.TokenUsage\x12\x18\n\x10\x61rtifact_version\x18\x07 \x01(\t\x12\x0f\n\x07item_id\x18\x08 \x01(\t\x12\x10\n\x08relevant\x18\t \x01(\x08\x32\xfb\x01\n\x0f\x45nsembleService\x12>\n\x05Match\x12\x19.tribunal.v1.MatchRequest\x1a\x1a.tribunal.v1.MatchResponse\x12M\n\nBatchMatch\x12\x1e.tribunal.v1.BatchMatchRequest\x1a\x1f.tribunal.v1.BatchMatchResponse\x12Y\n\x0eJudgeRelevance\x12\".tribunal.v1.JudgeRelevanceRequest\x1a#.tribunal.v1.JudgeRelevanceResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atribunal/v1/ensemble.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\"W\n\x0cMatchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\'\n\tcandidate\x18\x02 \x01(\x0b\x32\x14.tribunal.v1.KbEntry\x12\x0f\n\x07item_id\x18\x03 \x01(\t\"Y\n\x0cJudgeVerdict\x12\r\n\x05judge\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12\x0c\n\x04vote\x18\x04 \x01(\x08\x12\r\n\x05p_yes\x18\x05 \x01(\x01\"\xe7\x01\n\rMatchResponse\x12\x0f\n\x07p_match\x18\x01 \x01(\x01\x12\r\n\x05match\x18\x02 \x01(\x08\x12)\n\x06judges\x18\x03 \x03(\x0b\x32\x19.tribunal.v1.JudgeVerdict\x12\x12\n\naggregator\x18\x04 \x01(\t\x12\x18\n\x10\x61rtifact_version\x18\x05 \x01(\t\x12&\n\x05usage\x18\x06 \x01(\x0b\x32\x17.tribunal.v1.TokenUsage\x12\x0f\n\x07item_id\x18\x07 \x01(\t\x12\x16\n\tthreshold\x18\x08 \x01(\x01H\x00\x88\x01\x01\x42\x0c\n\n_threshold\"Q\n\x11\x42\x61tchMatchRequest\x12(\n\x05items\x18\x01 \x03(\x0b\x32\x19.tribunal.v1.MatchRequest\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"U\n\x12\x42\x61tchMatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.tribunal.v1.MatchResponse\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"W\n\x15JudgeRelevanceRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05\x63hunk\x18\x02 \x01(\t\x12\x0f\n\x07\x61nswers\x18\x03 \x03(\t\x12\x0f\n\x07item_id\x18\x04 \x01(\t\"4\n\x15RelevanceFeatureValue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\"\xff\x01\n\x16JudgeRelevanceResponse\x12\x12\n\np_relevant\x18\x01 \x01(\x01\x12\x11\n\tthreshold\x18\x02 \x01(\x01\x12\x10\n\x08\x62\x61nd_low\x18\x03 \x01(\x01\x12\x11\n\tband_high\x18\x04 \x01(\x01\x12\x34\n\x08\x66\x65\x61tures\x18\x05 \x03(\x0b\x32\".tribunal.v1.RelevanceFeatureValue\x12&\n\x05usage\x18\x06 \x01(\x0b\x32\x17.tribunal.v1.TokenUsage\x12\x18\n\x10\x61rtifact_version\x18\x07 \x01(\t\x12\x0f\n\x07item_id\x18\x08 \x01(\t\x12\x10\n\x08relevant\x18\t \x01(\x08\x32\xfb\x01\n\x0f\x45nsembleService\x12>\n\x05Match\x12\x19.tribunal.v1.MatchRequest\x1a\x1a.tribunal.v1.MatchResponse\x12M\n\nBatchMatch\x12\x1e.tribunal.v1.BatchMatchRequest\x1a\x1f.tribunal.v1.BatchMatchResponse\x12Y\n\x0eJudgeRelevance\x12\".tribunal.v1.JudgeRelevanceRequest\x1a#.tribunal.v1.JudgeRelevanceResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,21 +33,21 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tribunal.v1.ensemble_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MATCHREQUEST']._serialized_start=69
-  _globals['_MATCHREQUEST']._serialized_end=139
-  _globals['_JUDGEVERDICT']._serialized_start=141
-  _globals['_JUDGEVERDICT']._serialized_end=230
-  _globals['_MATCHRESPONSE']._serialized_start=233
-  _globals['_MATCHRESPONSE']._serialized_end=409
-  _globals['_BATCHMATCHREQUEST']._serialized_start=411
-  _globals['_BATCHMATCHREQUEST']._serialized_end=472
-  _globals['_BATCHMATCHRESPONSE']._serialized_start=474
-  _globals['_BATCHMATCHRESPONSE']._serialized_end=539
-  _globals['_JUDGERELEVANCEREQUEST']._serialized_start=541
-  _globals['_JUDGERELEVANCEREQUEST']._serialized_end=628
-  _globals['_RELEVANCEFEATUREVALUE']._serialized_start=630
-  _globals['_RELEVANCEFEATUREVALUE']._serialized_end=682
-  _globals['_JUDGERELEVANCERESPONSE']._serialized_start=685
-  _globals['_JUDGERELEVANCERESPONSE']._serialized_end=940
-  _globals['_ENSEMBLESERVICE']._serialized_start=943
-  _globals['_ENSEMBLESERVICE']._serialized_end=1194
+  _globals['_MATCHREQUEST']._serialized_end=156
+  _globals['_JUDGEVERDICT']._serialized_start=158
+  _globals['_JUDGEVERDICT']._serialized_end=247
+  _globals['_MATCHRESPONSE']._serialized_start=250
+  _globals['_MATCHRESPONSE']._serialized_end=481
+  _globals['_BATCHMATCHREQUEST']._serialized_start=483
+  _globals['_BATCHMATCHREQUEST']._serialized_end=564
+  _globals['_BATCHMATCHRESPONSE']._serialized_start=566
+  _globals['_BATCHMATCHRESPONSE']._serialized_end=651
+  _globals['_JUDGERELEVANCEREQUEST']._serialized_start=653
+  _globals['_JUDGERELEVANCEREQUEST']._serialized_end=740
+  _globals['_RELEVANCEFEATUREVALUE']._serialized_start=742
+  _globals['_RELEVANCEFEATUREVALUE']._serialized_end=794
+  _globals['_JUDGERELEVANCERESPONSE']._serialized_start=797
+  _globals['_JUDGERELEVANCERESPONSE']._serialized_end=1052
+  _globals['_ENSEMBLESERVICE']._serialized_start=1055
+  _globals['_ENSEMBLESERVICE']._serialized_end=1306
 # @@protoc_insertion_point(module_scope)

@@ -8,12 +8,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class MatchRequest(_message.Message):
-    __slots__ = ("query", "candidate")
+    __slots__ = ("query", "candidate", "item_id")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     query: str
     candidate: _common_pb2.KbEntry
-    def __init__(self, query: _Optional[str] = ..., candidate: _Optional[_Union[_common_pb2.KbEntry, _Mapping]] = ...) -> None: ...
+    item_id: str
+    def __init__(self, query: _Optional[str] = ..., candidate: _Optional[_Union[_common_pb2.KbEntry, _Mapping]] = ..., item_id: _Optional[str] = ...) -> None: ...
 
 class JudgeVerdict(_message.Message):
     __slots__ = ("judge", "model", "prompt", "vote", "p_yes")
@@ -30,32 +32,40 @@ class JudgeVerdict(_message.Message):
     def __init__(self, judge: _Optional[str] = ..., model: _Optional[str] = ..., prompt: _Optional[str] = ..., vote: _Optional[bool] = ..., p_yes: _Optional[float] = ...) -> None: ...
 
 class MatchResponse(_message.Message):
-    __slots__ = ("p_match", "match", "judges", "aggregator", "artifact_version", "usage")
+    __slots__ = ("p_match", "match", "judges", "aggregator", "artifact_version", "usage", "item_id", "threshold")
     P_MATCH_FIELD_NUMBER: _ClassVar[int]
     MATCH_FIELD_NUMBER: _ClassVar[int]
     JUDGES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATOR_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_VERSION_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     p_match: float
     match: bool
     judges: _containers.RepeatedCompositeFieldContainer[JudgeVerdict]
     aggregator: str
     artifact_version: str
     usage: _common_pb2.TokenUsage
-    def __init__(self, p_match: _Optional[float] = ..., match: _Optional[bool] = ..., judges: _Optional[_Iterable[_Union[JudgeVerdict, _Mapping]]] = ..., aggregator: _Optional[str] = ..., artifact_version: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ...) -> None: ...
+    item_id: str
+    threshold: float
+    def __init__(self, p_match: _Optional[float] = ..., match: _Optional[bool] = ..., judges: _Optional[_Iterable[_Union[JudgeVerdict, _Mapping]]] = ..., aggregator: _Optional[str] = ..., artifact_version: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., item_id: _Optional[str] = ..., threshold: _Optional[float] = ...) -> None: ...
 
 class BatchMatchRequest(_message.Message):
-    __slots__ = ("items",)
+    __slots__ = ("items", "request_id")
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     items: _containers.RepeatedCompositeFieldContainer[MatchRequest]
-    def __init__(self, items: _Optional[_Iterable[_Union[MatchRequest, _Mapping]]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, items: _Optional[_Iterable[_Union[MatchRequest, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class BatchMatchResponse(_message.Message):
-    __slots__ = ("results",)
+    __slots__ = ("results", "request_id")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[MatchResponse]
-    def __init__(self, results: _Optional[_Iterable[_Union[MatchResponse, _Mapping]]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, results: _Optional[_Iterable[_Union[MatchResponse, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class JudgeRelevanceRequest(_message.Message):
     __slots__ = ("query", "chunk", "answers", "item_id")

@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from tribunal.v1 import common_pb2 as tribunal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctribunal/v1/entailment.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\"D\n\x0e\x45ntailmentPair\x12\x0f\n\x07premise\x18\x01 \x01(\t\x12\x12\n\nhypothesis\x18\x02 \x01(\t\x12\r\n\x05quote\x18\x03 \x01(\t\"M\n\x0c\x43heckRequest\x12*\n\x05pairs\x18\x01 \x03(\x0b\x32\x1b.tribunal.v1.EntailmentPair\x12\x11\n\tfast_only\x18\x02 \x01(\x08\"F\n\nQuoteMatch\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x12\r\n\x05ratio\x18\x02 \x01(\x01\x12\r\n\x05start\x18\x03 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x04 \x01(\x05\"=\n\x0fSupportingChunk\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05start\x18\x03 \x01(\x05\"\x99\x02\n\x10\x45ntailmentResult\x12\x10\n\x08p_entail\x18\x01 \x01(\x01\x12\x19\n\x0cp_contradict\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12+\n\x05label\x18\x03 \x01(\x0e\x32\x1c.tribunal.v1.EntailmentLabel\x12+\n\ndecided_by\x18\x04 \x01(\x0e\x32\x17.tribunal.v1.CheckStage\x12\x36\n\x10supporting_chunk\x18\x05 \x01(\x0b\x32\x1c.tribunal.v1.SupportingChunk\x12&\n\x05quote\x18\x06 \x01(\x0b\x32\x17.tribunal.v1.QuoteMatch\x12\r\n\x05model\x18\x07 \x01(\tB\x0f\n\r_p_contradict\"}\n\rCheckResponse\x12.\n\x07results\x18\x01 \x03(\x0b\x32\x1d.tribunal.v1.EntailmentResult\x12\x14\n\x0cstrong_calls\x18\x02 \x01(\x05\x12&\n\x05usage\x18\x03 \x01(\x0b\x32\x17.tribunal.v1.TokenUsage\",\n\nQuoteQuery\x12\x0f\n\x07premise\x18\x01 \x01(\t\x12\r\n\x05quote\x18\x02 \x01(\t\"=\n\x12\x43heckQuotesRequest\x12\'\n\x06quotes\x18\x01 \x03(\x0b\x32\x17.tribunal.v1.QuoteQuery\"?\n\x13\x43heckQuotesResponse\x12(\n\x07matches\x18\x01 \x03(\x0b\x32\x17.tribunal.v1.QuoteMatch*\xb9\x01\n\x0f\x45ntailmentLabel\x12 \n\x1c\x45NTAILMENT_LABEL_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x45NTAILMENT_LABEL_ENTAILED\x10\x01\x12\x1c\n\x18\x45NTAILMENT_LABEL_NEUTRAL\x10\x02\x12!\n\x1d\x45NTAILMENT_LABEL_CONTRADICTED\x10\x03\x12$\n ENTAILMENT_LABEL_QUOTE_NOT_FOUND\x10\x04*n\n\nCheckStage\x12\x1b\n\x17\x43HECK_STAGE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x43HECK_STAGE_QUOTE\x10\x01\x12\x14\n\x10\x43HECK_STAGE_FAST\x10\x02\x12\x16\n\x12\x43HECK_STAGE_STRONG\x10\x03\x32\xa5\x01\n\x11\x45ntailmentService\x12>\n\x05\x43heck\x12\x19.tribunal.v1.CheckRequest\x1a\x1a.tribunal.v1.CheckResponse\x12P\n\x0b\x43heckQuotes\x12\x1f.tribunal.v1.CheckQuotesRequest\x1a .tribunal.v1.CheckQuotesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctribunal/v1/entailment.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\"D\n\x0e\x45ntailmentPair\x12\x0f\n\x07premise\x18\x01 \x01(\t\x12\x12\n\nhypothesis\x18\x02 \x01(\t\x12\r\n\x05quote\x18\x03 \x01(\t\"M\n\x0c\x43heckRequest\x12*\n\x05pairs\x18\x01 \x03(\x0b\x32\x1b.tribunal.v1.EntailmentPair\x12\x11\n\tfast_only\x18\x02 \x01(\x08\"F\n\nQuoteMatch\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x12\r\n\x05ratio\x18\x02 \x01(\x01\x12\r\n\x05start\x18\x03 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x04 \x01(\x05\"=\n\x0fSupportingChunk\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05start\x18\x03 \x01(\x05\"\x99\x02\n\x10\x45ntailmentResult\x12\x10\n\x08p_entail\x18\x01 \x01(\x01\x12\x19\n\x0cp_contradict\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12+\n\x05label\x18\x03 \x01(\x0e\x32\x1c.tribunal.v1.EntailmentLabel\x12+\n\ndecided_by\x18\x04 \x01(\x0e\x32\x17.tribunal.v1.CheckStage\x12\x36\n\x10supporting_chunk\x18\x05 \x01(\x0b\x32\x1c.tribunal.v1.SupportingChunk\x12&\n\x05quote\x18\x06 \x01(\x0b\x32\x17.tribunal.v1.QuoteMatch\x12\r\n\x05model\x18\x07 \x01(\tB\x0f\n\r_p_contradict\"\x96\x01\n\rCheckResponse\x12.\n\x07results\x18\x01 \x03(\x0b\x32\x1d.tribunal.v1.EntailmentResult\x12\x14\n\x0cstrong_calls\x18\x02 \x01(\x05\x12&\n\x05usage\x18\x03 \x01(\x0b\x32\x17.tribunal.v1.TokenUsage\x12\x17\n\x0f\x63hecker_version\x18\x04 \x01(\t\",\n\nQuoteQuery\x12\x0f\n\x07premise\x18\x01 \x01(\t\x12\r\n\x05quote\x18\x02 \x01(\t\"=\n\x12\x43heckQuotesRequest\x12\'\n\x06quotes\x18\x01 \x03(\x0b\x32\x17.tribunal.v1.QuoteQuery\"?\n\x13\x43heckQuotesResponse\x12(\n\x07matches\x18\x01 \x03(\x0b\x32\x17.tribunal.v1.QuoteMatch*\xb9\x01\n\x0f\x45ntailmentLabel\x12 \n\x1c\x45NTAILMENT_LABEL_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x45NTAILMENT_LABEL_ENTAILED\x10\x01\x12\x1c\n\x18\x45NTAILMENT_LABEL_NEUTRAL\x10\x02\x12!\n\x1d\x45NTAILMENT_LABEL_CONTRADICTED\x10\x03\x12$\n ENTAILMENT_LABEL_QUOTE_NOT_FOUND\x10\x04*n\n\nCheckStage\x12\x1b\n\x17\x43HECK_STAGE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x43HECK_STAGE_QUOTE\x10\x01\x12\x14\n\x10\x43HECK_STAGE_FAST\x10\x02\x12\x16\n\x12\x43HECK_STAGE_STRONG\x10\x03\x32\xa5\x01\n\x11\x45ntailmentService\x12>\n\x05\x43heck\x12\x19.tribunal.v1.CheckRequest\x1a\x1a.tribunal.v1.CheckResponse\x12P\n\x0b\x43heckQuotes\x12\x1f.tribunal.v1.CheckQuotesRequest\x1a .tribunal.v1.CheckQuotesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tribunal.v1.entailment_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ENTAILMENTLABEL']._serialized_start=941
-  _globals['_ENTAILMENTLABEL']._serialized_end=1126
-  _globals['_CHECKSTAGE']._serialized_start=1128
-  _globals['_CHECKSTAGE']._serialized_end=1238
+  _globals['_ENTAILMENTLABEL']._serialized_start=967
+  _globals['_ENTAILMENTLABEL']._serialized_end=1152
+  _globals['_CHECKSTAGE']._serialized_start=1154
+  _globals['_CHECKSTAGE']._serialized_end=1264
   _globals['_ENTAILMENTPAIR']._serialized_start=71
   _globals['_ENTAILMENTPAIR']._serialized_end=139
   _globals['_CHECKREQUEST']._serialized_start=141
@@ -46,14 +46,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SUPPORTINGCHUNK']._serialized_end=353
   _globals['_ENTAILMENTRESULT']._serialized_start=356
   _globals['_ENTAILMENTRESULT']._serialized_end=637
-  _globals['_CHECKRESPONSE']._serialized_start=639
-  _globals['_CHECKRESPONSE']._serialized_end=764
-  _globals['_QUOTEQUERY']._serialized_start=766
-  _globals['_QUOTEQUERY']._serialized_end=810
-  _globals['_CHECKQUOTESREQUEST']._serialized_start=812
-  _globals['_CHECKQUOTESREQUEST']._serialized_end=873
-  _globals['_CHECKQUOTESRESPONSE']._serialized_start=875
-  _globals['_CHECKQUOTESRESPONSE']._serialized_end=938
-  _globals['_ENTAILMENTSERVICE']._serialized_start=1241
-  _globals['_ENTAILMENTSERVICE']._serialized_end=1406
+  _globals['_CHECKRESPONSE']._serialized_start=640
+  _globals['_CHECKRESPONSE']._serialized_end=790
+  _globals['_QUOTEQUERY']._serialized_start=792
+  _globals['_QUOTEQUERY']._serialized_end=836
+  _globals['_CHECKQUOTESREQUEST']._serialized_start=838
+  _globals['_CHECKQUOTESREQUEST']._serialized_end=899
+  _globals['_CHECKQUOTESRESPONSE']._serialized_start=901
+  _globals['_CHECKQUOTESRESPONSE']._serialized_end=964
+  _globals['_ENTAILMENTSERVICE']._serialized_start=1267
+  _globals['_ENTAILMENTSERVICE']._serialized_end=1432
 # @@protoc_insertion_point(module_scope)

@@ -91,14 +91,16 @@ class EntailmentResult(_message.Message):
     def __init__(self, p_entail: _Optional[float] = ..., p_contradict: _Optional[float] = ..., label: _Optional[_Union[EntailmentLabel, str]] = ..., decided_by: _Optional[_Union[CheckStage, str]] = ..., supporting_chunk: _Optional[_Union[SupportingChunk, _Mapping]] = ..., quote: _Optional[_Union[QuoteMatch, _Mapping]] = ..., model: _Optional[str] = ...) -> None: ...
 
 class CheckResponse(_message.Message):
-    __slots__ = ("results", "strong_calls", "usage")
+    __slots__ = ("results", "strong_calls", "usage", "checker_version")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     STRONG_CALLS_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    CHECKER_VERSION_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[EntailmentResult]
     strong_calls: int
     usage: _common_pb2.TokenUsage
-    def __init__(self, results: _Optional[_Iterable[_Union[EntailmentResult, _Mapping]]] = ..., strong_calls: _Optional[int] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ...) -> None: ...
+    checker_version: str
+    def __init__(self, results: _Optional[_Iterable[_Union[EntailmentResult, _Mapping]]] = ..., strong_calls: _Optional[int] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., checker_version: _Optional[str] = ...) -> None: ...
 
 class QuoteQuery(_message.Message):
     __slots__ = ("premise", "quote")

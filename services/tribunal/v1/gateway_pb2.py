@@ -26,33 +26,33 @@ from tribunal.v1 import common_pb2 as tribunal_dot_v1_dot_common__pb2
 from tribunal.v1 import debate_pb2 as tribunal_dot_v1_dot_debate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19tribunal/v1/gateway.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\x1a\x18tribunal/v1/debate.proto\"F\n\rAnswerRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x12\n\ncollection\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"<\n\x08\x45vidence\x12\x10\n\x08\x63hunk_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x10\n\x08p_entail\x18\x03 \x01(\x01\"\xe2\x02\n\x0e\x41nswerResponse\x12\'\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32\x15.tribunal.v1.Decision\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12\x13\n\x0bkb_entry_id\x18\x03 \x01(\t\x12\x17\n\nconfidence\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x11\n\tthreshold\x18\x05 \x01(\x01\x12\'\n\x08\x65vidence\x18\x06 \x03(\x0b\x32\x15.tribunal.v1.Evidence\x12\x34\n\x0f\x66\x61llback_reason\x18\x07 \x01(\x0e\x32\x1b.tribunal.v1.FallbackReason\x12\x14\n\x0c\x66\x61iled_stage\x18\x08 \x01(\t\x12\x10\n\x08\x61udit_id\x18\t \x01(\t\x12,\n\tlatencies\x18\n \x03(\x0b\x32\x19.tribunal.v1.StageLatency\x12\x12\n\nrequest_id\x18\x0b \x01(\tB\r\n\x0b_confidence\"t\n\x0cLabelRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05\x63hunk\x18\x02 \x01(\t\x12\x0f\n\x07\x61nswers\x18\x03 \x03(\t\x12$\n\x04mode\x18\x04 \x01(\x0e\x32\x16.tribunal.v1.LabelMode\x12\x0f\n\x07item_id\x18\x05 \x01(\t\"\x93\x02\n\rLabelResponse\x12!\n\x05label\x18\x01 \x01(\x0e\x32\x12.tribunal.v1.Label\x12(\n\x06source\x18\x02 \x01(\x0e\x32\x18.tribunal.v1.LabelSource\x12\x17\n\np_relevant\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12+\n\x06\x64\x65\x62\x61te\x18\x04 \x01(\x0b\x32\x1b.tribunal.v1.AssessResponse\x12\x15\n\rescalation_id\x18\x05 \x01(\t\x12\x10\n\x08\x61udit_id\x18\x06 \x01(\t\x12&\n\x05usage\x18\x07 \x01(\x0b\x32\x17.tribunal.v1.TokenUsage\x12\x0f\n\x07item_id\x18\x08 \x01(\tB\r\n\x0b_p_relevant\"=\n\x11\x42\x61tchLabelRequest\x12(\n\x05items\x18\x01 \x03(\x0b\x32\x19.tribunal.v1.LabelRequest\"O\n\x12\x42\x61tchLabelResponse\x12\r\n\x05index\x18\x01 \x01(\x05\x12*\n\x06result\x18\x02 \x01(\x0b\x32\x1a.tribunal.v1.LabelResponse*\xe3\x01\n\x0e\x46\x61llbackReason\x12\x1f\n\x1b\x46\x41LLBACK_REASON_UNSPECIFIED\x10\x00\x12\"\n\x1e\x46\x41LLBACK_REASON_LOW_CONFIDENCE\x10\x01\x12 \n\x1c\x46\x41LLBACK_REASON_NO_CANDIDATE\x10\x02\x12\x1f\n\x1b\x46\x41LLBACK_REASON_STAGE_ERROR\x10\x03\x12!\n\x1d\x46\x41LLBACK_REASON_STAGE_TIMEOUT\x10\x04\x12&\n\"FALLBACK_REASON_MALFORMED_RESPONSE\x10\x05*l\n\tLabelMode\x12\x1a\n\x16LABEL_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12LABEL_MODE_CASCADE\x10\x01\x12\x15\n\x11LABEL_MODE_DEBATE\x10\x02\x12\x14\n\x10LABEL_MODE_JUDGE\x10\x03*{\n\x0bLabelSource\x12\x1c\n\x18LABEL_SOURCE_UNSPECIFIED\x10\x00\x12\x17\n\x13LABEL_SOURCE_JUDGES\x10\x01\x12\x17\n\x13LABEL_SOURCE_DEBATE\x10\x02\x12\x1c\n\x18LABEL_SOURCE_HUMAN_QUEUE\x10\x03\x32\xe4\x01\n\x0eGatewayService\x12\x41\n\x06\x41nswer\x12\x1a.tribunal.v1.AnswerRequest\x1a\x1b.tribunal.v1.AnswerResponse\x12>\n\x05Label\x12\x19.tribunal.v1.LabelRequest\x1a\x1a.tribunal.v1.LabelResponse\x12O\n\nBatchLabel\x12\x1e.tribunal.v1.BatchLabelRequest\x1a\x1f.tribunal.v1.BatchLabelResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19tribunal/v1/gateway.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\x1a\x18tribunal/v1/debate.proto\"F\n\rAnswerRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x12\n\ncollection\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"<\n\x08\x45vidence\x12\x10\n\x08\x63hunk_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x10\n\x08p_entail\x18\x03 \x01(\x01\"\xd5\x03\n\x0e\x41nswerResponse\x12\'\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32\x15.tribunal.v1.Decision\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12\x13\n\x0bkb_entry_id\x18\x03 \x01(\t\x12\x17\n\nconfidence\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x11\n\tthreshold\x18\x05 \x01(\x01\x12\'\n\x08\x65vidence\x18\x06 \x03(\x0b\x32\x15.tribunal.v1.Evidence\x12\x34\n\x0f\x66\x61llback_reason\x18\x07 \x01(\x0e\x32\x1b.tribunal.v1.FallbackReason\x12\x14\n\x0c\x66\x61iled_stage\x18\x08 \x01(\t\x12\x10\n\x08\x61udit_id\x18\t \x01(\t\x12,\n\tlatencies\x18\n \x03(\x0b\x32\x19.tribunal.v1.StageLatency\x12\x12\n\nrequest_id\x18\x0b \x01(\t\x12\x15\n\ranswer_sha256\x18\x0c \x01(\t\x12\x12\n\nkb_version\x18\r \x01(\x03\x12\x17\n\x0f\x65vidence_policy\x18\x0e \x01(\t\x12\x17\n\x0f\x63hecker_version\x18\x0f \x01(\t\x12\x14\n\x0c\x65ntry_sha256\x18\x14 \x01(\tB\r\n\x0b_confidence\"t\n\x0cLabelRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05\x63hunk\x18\x02 \x01(\t\x12\x0f\n\x07\x61nswers\x18\x03 \x03(\t\x12$\n\x04mode\x18\x04 \x01(\x0e\x32\x16.tribunal.v1.LabelMode\x12\x0f\n\x07item_id\x18\x05 \x01(\t\"\x93\x02\n\rLabelResponse\x12!\n\x05label\x18\x01 \x01(\x0e\x32\x12.tribunal.v1.Label\x12(\n\x06source\x18\x02 \x01(\x0e\x32\x18.tribunal.v1.LabelSource\x12\x17\n\np_relevant\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12+\n\x06\x64\x65\x62\x61te\x18\x04 \x01(\x0b\x32\x1b.tribunal.v1.AssessResponse\x12\x15\n\rescalation_id\x18\x05 \x01(\t\x12\x10\n\x08\x61udit_id\x18\x06 \x01(\t\x12&\n\x05usage\x18\x07 \x01(\x0b\x32\x17.tribunal.v1.TokenUsage\x12\x0f\n\x07item_id\x18\x08 \x01(\tB\r\n\x0b_p_relevant\"=\n\x11\x42\x61tchLabelRequest\x12(\n\x05items\x18\x01 \x03(\x0b\x32\x19.tribunal.v1.LabelRequest\"z\n\x12\x42\x61tchLabelResponse\x12\r\n\x05index\x18\x01 \x01(\x05\x12*\n\x06result\x18\x02 \x01(\x0b\x32\x1a.tribunal.v1.LabelResponse\x12\x12\n\nerror_code\x18\x03 \x01(\t\x12\x15\n\rerror_message\x18\x04 \x01(\t*\xaf\x02\n\x0e\x46\x61llbackReason\x12\x1f\n\x1b\x46\x41LLBACK_REASON_UNSPECIFIED\x10\x00\x12\"\n\x1e\x46\x41LLBACK_REASON_LOW_CONFIDENCE\x10\x01\x12 \n\x1c\x46\x41LLBACK_REASON_NO_CANDIDATE\x10\x02\x12\x1f\n\x1b\x46\x41LLBACK_REASON_STAGE_ERROR\x10\x03\x12!\n\x1d\x46\x41LLBACK_REASON_STAGE_TIMEOUT\x10\x04\x12&\n\"FALLBACK_REASON_MALFORMED_RESPONSE\x10\x05\x12\x1e\n\x1a\x46\x41LLBACK_REASON_UNVERIFIED\x10\x06\x12*\n&FALLBACK_REASON_NO_CERTIFIED_THRESHOLD\x10\x10*l\n\tLabelMode\x12\x1a\n\x16LABEL_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12LABEL_MODE_CASCADE\x10\x01\x12\x15\n\x11LABEL_MODE_DEBATE\x10\x02\x12\x14\n\x10LABEL_MODE_JUDGE\x10\x03*{\n\x0bLabelSource\x12\x1c\n\x18LABEL_SOURCE_UNSPECIFIED\x10\x00\x12\x17\n\x13LABEL_SOURCE_JUDGES\x10\x01\x12\x17\n\x13LABEL_SOURCE_DEBATE\x10\x02\x12\x1c\n\x18LABEL_SOURCE_HUMAN_QUEUE\x10\x03\x32\xe4\x01\n\x0eGatewayService\x12\x41\n\x06\x41nswer\x12\x1a.tribunal.v1.AnswerRequest\x1a\x1b.tribunal.v1.AnswerResponse\x12>\n\x05Label\x12\x19.tribunal.v1.LabelRequest\x1a\x1a.tribunal.v1.LabelResponse\x12O\n\nBatchLabel\x12\x1e.tribunal.v1.BatchLabelRequest\x1a\x1f.tribunal.v1.BatchLabelResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tribunal.v1.gateway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FALLBACKREASON']._serialized_start=1126
-  _globals['_FALLBACKREASON']._serialized_end=1353
-  _globals['_LABELMODE']._serialized_start=1355
-  _globals['_LABELMODE']._serialized_end=1463
-  _globals['_LABELSOURCE']._serialized_start=1465
-  _globals['_LABELSOURCE']._serialized_end=1588
+  _globals['_FALLBACKREASON']._serialized_start=1284
+  _globals['_FALLBACKREASON']._serialized_end=1587
+  _globals['_LABELMODE']._serialized_start=1589
+  _globals['_LABELMODE']._serialized_end=1697
+  _globals['_LABELSOURCE']._serialized_start=1699
+  _globals['_LABELSOURCE']._serialized_end=1822
   _globals['_ANSWERREQUEST']._serialized_start=94
   _globals['_ANSWERREQUEST']._serialized_end=164
   _globals['_EVIDENCE']._serialized_start=166
   _globals['_EVIDENCE']._serialized_end=226
   _globals['_ANSWERRESPONSE']._serialized_start=229
-  _globals['_ANSWERRESPONSE']._serialized_end=583
-  _globals['_LABELREQUEST']._serialized_start=585
-  _globals['_LABELREQUEST']._serialized_end=701
-  _globals['_LABELRESPONSE']._serialized_start=704
-  _globals['_LABELRESPONSE']._serialized_end=979
-  _globals['_BATCHLABELREQUEST']._serialized_start=981
-  _globals['_BATCHLABELREQUEST']._serialized_end=1042
-  _globals['_BATCHLABELRESPONSE']._serialized_start=1044
-  _globals['_BATCHLABELRESPONSE']._serialized_end=1123
-  _globals['_GATEWAYSERVICE']._serialized_start=1591
-  _globals['_GATEWAYSERVICE']._serialized_end=1819
+  _globals['_ANSWERRESPONSE']._serialized_end=698
+  _globals['_LABELREQUEST']._serialized_start=700
+  _globals['_LABELREQUEST']._serialized_end=816
+  _globals['_LABELRESPONSE']._serialized_start=819
+  _globals['_LABELRESPONSE']._serialized_end=1094
+  _globals['_BATCHLABELREQUEST']._serialized_start=1096
+  _globals['_BATCHLABELREQUEST']._serialized_end=1157
+  _globals['_BATCHLABELRESPONSE']._serialized_start=1159
+  _globals['_BATCHLABELRESPONSE']._serialized_end=1281
+  _globals['_GATEWAYSERVICE']._serialized_start=1825
+  _globals['_GATEWAYSERVICE']._serialized_end=2053
 # @@protoc_insertion_point(module_scope)

@@ -17,6 +17,8 @@ class FallbackReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FALLBACK_REASON_STAGE_ERROR: _ClassVar[FallbackReason]
     FALLBACK_REASON_STAGE_TIMEOUT: _ClassVar[FallbackReason]
     FALLBACK_REASON_MALFORMED_RESPONSE: _ClassVar[FallbackReason]
+    FALLBACK_REASON_UNVERIFIED: _ClassVar[FallbackReason]
+    FALLBACK_REASON_NO_CERTIFIED_THRESHOLD: _ClassVar[FallbackReason]
 
 class LabelMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -37,6 +39,8 @@ FALLBACK_REASON_NO_CANDIDATE: FallbackReason
 FALLBACK_REASON_STAGE_ERROR: FallbackReason
 FALLBACK_REASON_STAGE_TIMEOUT: FallbackReason
 FALLBACK_REASON_MALFORMED_RESPONSE: FallbackReason
+FALLBACK_REASON_UNVERIFIED: FallbackReason
+FALLBACK_REASON_NO_CERTIFIED_THRESHOLD: FallbackReason
 LABEL_MODE_UNSPECIFIED: LabelMode
 LABEL_MODE_CASCADE: LabelMode
 LABEL_MODE_DEBATE: LabelMode
@@ -67,7 +71,7 @@ class Evidence(_message.Message):
     def __init__(self, chunk_id: _Optional[str] = ..., text: _Optional[str] = ..., p_entail: _Optional[float] = ...) -> None: ...
 
 class AnswerResponse(_message.Message):
-    __slots__ = ("decision", "answer", "kb_entry_id", "confidence", "threshold", "evidence", "fallback_reason", "failed_stage", "audit_id", "latencies", "request_id")
+    __slots__ = ("decision", "answer", "kb_entry_id", "confidence", "threshold", "evidence", "fallback_reason", "failed_stage", "audit_id", "latencies", "request_id", "answer_sha256", "kb_version", "evidence_policy", "checker_version", "entry_sha256")
     DECISION_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     KB_ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
@@ -79,6 +83,11 @@ class AnswerResponse(_message.Message):
     AUDIT_ID_FIELD_NUMBER: _ClassVar[int]
     LATENCIES_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_SHA256_FIELD_NUMBER: _ClassVar[int]
+    KB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    CHECKER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_SHA256_FIELD_NUMBER: _ClassVar[int]
     decision: _common_pb2.Decision
     answer: str
     kb_entry_id: str
@@ -90,7 +99,12 @@ class AnswerResponse(_message.Message):
     audit_id: str
     latencies: _containers.RepeatedCompositeFieldContainer[_common_pb2.StageLatency]
     request_id: str
-    def __init__(self, decision: _Optional[_Union[_common_pb2.Decision, str]] = ..., answer: _Optional[str] = ..., kb_entry_id: _Optional[str] = ..., confidence: _Optional[float] = ..., threshold: _Optional[float] = ..., evidence: _Optional[_Iterable[_Union[Evidence, _Mapping]]] = ..., fallback_reason: _Optional[_Union[FallbackReason, str]] = ..., failed_stage: _Optional[str] = ..., audit_id: _Optional[str] = ..., latencies: _Optional[_Iterable[_Union[_common_pb2.StageLatency, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    answer_sha256: str
+    kb_version: int
+    evidence_policy: str
+    checker_version: str
+    entry_sha256: str
+    def __init__(self, decision: _Optional[_Union[_common_pb2.Decision, str]] = ..., answer: _Optional[str] = ..., kb_entry_id: _Optional[str] = ..., confidence: _Optional[float] = ..., threshold: _Optional[float] = ..., evidence: _Optional[_Iterable[_Union[Evidence, _Mapping]]] = ..., fallback_reason: _Optional[_Union[FallbackReason, str]] = ..., failed_stage: _Optional[str] = ..., audit_id: _Optional[str] = ..., latencies: _Optional[_Iterable[_Union[_common_pb2.StageLatency, _Mapping]]] = ..., request_id: _Optional[str] = ..., answer_sha256: _Optional[str] = ..., kb_version: _Optional[int] = ..., evidence_policy: _Optional[str] = ..., checker_version: _Optional[str] = ..., entry_sha256: _Optional[str] = ...) -> None: ...
 
 class LabelRequest(_message.Message):
     __slots__ = ("query", "chunk", "answers", "mode", "item_id")
@@ -133,9 +147,13 @@ class BatchLabelRequest(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[LabelRequest, _Mapping]]] = ...) -> None: ...
 
 class BatchLabelResponse(_message.Message):
-    __slots__ = ("index", "result")
+    __slots__ = ("index", "result", "error_code", "error_message")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     index: int
     result: LabelResponse
-    def __init__(self, index: _Optional[int] = ..., result: _Optional[_Union[LabelResponse, _Mapping]] = ...) -> None: ...
+    error_code: str
+    error_message: str
+    def __init__(self, index: _Optional[int] = ..., result: _Optional[_Union[LabelResponse, _Mapping]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ...) -> None: ...

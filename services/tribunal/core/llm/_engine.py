@@ -18,8 +18,9 @@ from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 
+from .._deadline import check_deadline
 from .._errors import InvalidArgumentError
-from .._settings import LLMSettings
+from ..settings import LLMSettings
 from ._cache import (
     ResponseCache,
     cache_key,
@@ -51,8 +52,8 @@ class LLMEngine(abc.ABC, Generic[P]):
     """One loaded model behind two calls: :meth:`p_yes` and :meth:`generate_json`.
 
     Thread-safe: one batch runs on the model at a time (a lock per batch, so long
-    lists from several callers interleave). From asyncio use the ``a``-prefixed
-    variants, which run the work in a thread. ``P`` is the backend's prepared form
+    lists from several callers interleave). From asyncio use :meth:`ap_yes`, which
+    runs the work in a thread. ``P`` is the backend's prepared form
     of a prompt (token ids for local backends).
     """
 
@@ -138,6 +139,8 @@ class LLMEngine(abc.ABC, Generic[P]):
         usage = Usage()
         fresh: dict[str, dict[str, Any]] = {}
         for batch in self._batches([prepared[i] for i in todo]):
+            # Work for a caller whose deadline passed stops before the next model call.
+            check_deadline("the model's batches")
             batch_started = time.perf_counter()
             with self._model_lock:
                 values, batch_usage = self._score_batch([prepared[todo[j]] for j in batch])
@@ -273,32 +276,9 @@ class LLMEngine(abc.ABC, Generic[P]):
             )
         return [r for r in results if r is not None]
 
-    async def ajudge(self, prompts: Sequence[PromptLike]) -> YesNoBatch:
-        """:meth:`judge` from asyncio (runs in a worker thread)."""
-        return await asyncio.to_thread(self.judge, prompts)
-
     async def ap_yes(self, prompts: Sequence[PromptLike]) -> list[float]:
         """:meth:`p_yes` from asyncio (runs in a worker thread)."""
         return await asyncio.to_thread(self.p_yes, prompts)
-
-    async def agenerate(
-        self, prompts: Sequence[PromptLike], *, max_new_tokens: int | None = None
-    ) -> list[Generation]:
-        """:meth:`generate` from asyncio (runs in a worker thread)."""
-        return await asyncio.to_thread(self.generate, prompts, max_new_tokens=max_new_tokens)
-
-    async def agenerate_json(
-        self,
-        prompts: Sequence[PromptLike],
-        schema: SchemaLike,
-        *,
-        max_new_tokens: int | None = None,
-        retries: int | None = None,
-    ) -> list[JsonResult[Any]]:
-        """:meth:`generate_json` from asyncio (runs in a worker thread)."""
-        return await asyncio.to_thread(
-            self.generate_json, prompts, schema, max_new_tokens=max_new_tokens, retries=retries
-        )
 
     # ----------------------------------------------------------------- internals
     def _prepare_all(self, items: list[Prompt]) -> list[P]:
@@ -351,6 +331,8 @@ class LLMEngine(abc.ABC, Generic[P]):
         fresh: dict[str, dict[str, Any]] = {}
         computed = Usage()
         for batch in self._batches([prepared[i] for i in todo]):
+            # Work for a caller whose deadline passed stops before the next model call.
+            check_deadline("the model's batches")
             batch_started = time.perf_counter()
             with self._model_lock:
                 generations = self._generate_batch(

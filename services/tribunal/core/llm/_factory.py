@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from .._errors import ConfigError
 from .._loading import model_path, resolve_device
-from .._settings import Settings
 from ..models import get_artifact
+from ..settings import Settings
 from ._engine import LLMEngine
 
 __all__ = ["Backend", "create_engine", "shared_engine"]

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import ConfigError, FailedPreconditionError
-from .._settings import LLMSettings
+from ..settings import LLMSettings
 from ._local import LocalEngine, Tokens, common_prefix_length
 from ._types import Generation, Prompt, Usage
 from ._yesno import YesNoTokens

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import requests
 
 from .._errors import InternalError, UnavailableError
-from .._settings import LLMSettings
+from ..settings import LLMSettings
 from ._engine import LLMEngine
 from ._errors import PromptTooLongError
 from ._types import Generation, Prompt, Usage

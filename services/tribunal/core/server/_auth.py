@@ -1,32 +1,115 @@
-"""Bearer-token check on every Tribunal method (health and reflection stay open for probes)."""
+"""Who is calling, and may they: the check every Tribunal method passes first.
+
+:func:`authorize` reads ``authorization: Bearer <token>`` from a call's metadata, finds
+the credential (:class:`~._credentials.CredentialStore`) and checks its role against
+the method's (:data:`~._roles.METHOD_ROLES`): UNAUTHENTICATED without a valid
+credential, PERMISSION_DENIED when the role is too weak. The gRPC servers run it in
+:class:`AuthInterceptor`; Serve applications in their method wrapper
+(:mod:`tribunal.deploy`). Health and reflection stay open for probes.
+"""
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
+from .._errors import PermissionDeniedError, TribunalError, UnauthenticatedError
+from ._credentials import CredentialStore, Role
 from ._metrics import GRPC_REQUESTS
+from ._roles import required_role
+from ._status import abort_with_error
 
-__all__ = ["BearerTokenInterceptor"]
+__all__ = ["OPEN_PREFIXES", "AuthInterceptor", "Caller", "authorize", "bearer_token", "caller_of"]
 
-_OPEN_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
+OPEN_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
+"""Methods anyone may call: Kubernetes probes and grpcurl's discovery."""
+
+_SEND = "send metadata 'authorization: Bearer <token>' with a current credential's token"
 
 
-class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
-    """Refuses calls without ``authorization: Bearer <token>`` with UNAUTHENTICATED.
+@dataclass(frozen=True)
+class Caller:
+    """Who made a call: the credential's name and role (``unauthenticated`` when the
+    server checks no credential)."""
 
-    Compares in constant time. Kubernetes probes reach ``grpc.health.v1`` without
-    a token, so health and reflection are exempt.
+    name: str
+    role: Role
+
+
+UNCHECKED = Caller("unauthenticated", Role.ADMIN)
+"""The caller of a server that checks no credential (loopback development only)."""
+
+
+def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
+    """The token of an ``authorization: Bearer <token>`` entry, or None."""
+    for key, value in metadata or ():
+        if key.lower() != "authorization":
+            continue
+        text = value.decode() if isinstance(value, bytes) else str(value)
+        scheme, _, token = text.strip().partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+        return None
+    return None
+
+
+def authorize(
+    credentials: CredentialStore | None, method: str, metadata: Iterable[tuple[str, Any]] | None
+) -> Caller:
+    """The caller of ``method`` (``/tribunal.v1.RetrievalService/Upsert``), if allowed.
+
+    Raises:
+        UnauthenticatedError: no token, or one no credential has.
+        PermissionDeniedError: the credential's role may not call ``method``.
     """
+    if credentials is None:
+        return UNCHECKED
+    token = bearer_token(metadata)
+    if token is None:
+        raise UnauthenticatedError(f"this server requires a credential: {_SEND}")
+    credential = credentials.authenticate(token)
+    if credential is None:
+        raise UnauthenticatedError(
+            f"the bearer token is not a valid credential (unknown, or rotated out): {_SEND}"
+        )
+    needed = required_role(method)
+    if not credential.role.allows(needed):
+        name = method.rsplit("/", 1)[-1]
+        raise PermissionDeniedError(
+            f"credential {credential.name!r} has the {credential.role.value} role; {name} "
+            f"needs an {needed.value} credential"
+        )
+    return Caller(credential.name, credential.role)
 
-    def __init__(self, service: str, token: str) -> None:
-        if not token:
-            raise ValueError("an empty bearer token would accept everyone")
+
+# The caller of each call in progress, by its context (the work runs on another thread
+# than the one that checked the credential, so a context variable would not reach it).
+_CALLERS: weakref.WeakKeyDictionary[Any, Caller] = weakref.WeakKeyDictionary()
+
+
+def caller_of(context: Any) -> Caller:
+    """Who made the call ``context`` belongs to (:data:`UNCHECKED` on a server that
+    checks no credential, or outside a call)."""
+    try:
+        return _CALLERS.get(context, UNCHECKED)
+    except TypeError:  # a context that cannot be weakly referenced
+        return UNCHECKED
+
+
+Behavior = Callable[..., Any]
+
+
+class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
+    """Refuses calls without an allowed credential (outermost interceptor): the refusal
+    costs no admission slot and runs no validation."""
+
+    def __init__(self, service: str, credentials: CredentialStore) -> None:
         self.service = service
-        self._expected = f"Bearer {token}".encode()
+        self.credentials = credentials
 
     def intercept_service(
         self,
@@ -34,40 +117,68 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Any:
         method: str = handler_call_details.method
-        if method.startswith(_OPEN_PREFIXES):
-            return continuation(handler_call_details)
-        supplied = ""
-        for key, value in handler_call_details.invocation_metadata or ():
-            if key == "authorization":
-                supplied = value if isinstance(value, str) else value.decode()
-        if hmac.compare_digest(supplied.encode(), self._expected):
-            return continuation(handler_call_details)
         handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        GRPC_REQUESTS.labels(self.service, method.rsplit("/", 1)[-1], "UNAUTHENTICATED").inc()
-        message = (
-            "missing or wrong bearer token: send metadata 'authorization: Bearer <token>'"
-            if supplied
-            else "this server requires a bearer token: send metadata "
-            "'authorization: Bearer <token>'"
+        if handler is None or method.startswith(OPEN_PREFIXES):
+            return handler
+        try:
+            caller = authorize(self.credentials, method, handler_call_details.invocation_metadata)
+        except TribunalError as error:
+            GRPC_REQUESTS.labels(self.service, method.rsplit("/", 1)[-1], error.code.value).inc()
+            return _reshape(handler, _refuse(error), _refuse_stream(error))
+        return _reshape(
+            handler, _as(caller, handler.unary_unary), _as_stream(caller, handler.unary_stream)
         )
 
-        def deny(_request: Any, context: grpc.ServicerContext) -> Any:
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
-        # The denial must have the method's own shape, or gRPC mis-frames the reply.
-        kind = (
-            grpc.unary_stream_rpc_method_handler
-            if handler.unary_stream
-            else grpc.stream_unary_rpc_method_handler
-            if handler.stream_unary
-            else grpc.stream_stream_rpc_method_handler
-            if handler.stream_stream
-            else grpc.unary_unary_rpc_method_handler
-        )
-        return kind(
-            deny,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+def _refuse(error: TribunalError) -> Behavior:
+    def refuse(_request: Any, context: grpc.ServicerContext) -> Any:
+        abort_with_error(context, error)
+
+    return refuse
+
+
+def _refuse_stream(error: TribunalError) -> Behavior:
+    def refuse(_request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        abort_with_error(context, error)
+        yield  # pragma: no cover - a generator, for the streaming handler's shape
+
+    return refuse
+
+
+def _as(caller: Caller, behavior: Behavior | None) -> Behavior | None:
+    if behavior is None:
+        return None
+
+    def call(request: Any, context: grpc.ServicerContext) -> Any:
+        _CALLERS[context] = caller
+        return behavior(request, context)
+
+    return call
+
+
+def _as_stream(caller: Caller, behavior: Behavior | None) -> Behavior | None:
+    if behavior is None:
+        return None
+
+    def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        _CALLERS[context] = caller
+        yield from behavior(request, context)
+
+    return call
+
+
+def _reshape(handler: Any, unary: Behavior | None, stream: Behavior | None) -> Any:
+    """A handler of ``handler``'s own shape (gRPC mis-frames a reply of another shape)."""
+    options = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(unary, **options)
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(stream, **options)
+    # Tribunal has no client-streaming methods; should one appear, its callers are not
+    # recorded, and a refusal still refuses.
+    if handler.stream_unary:
+        return grpc.stream_unary_rpc_method_handler(unary or handler.stream_unary, **options)
+    return grpc.stream_stream_rpc_method_handler(stream or handler.stream_stream, **options)

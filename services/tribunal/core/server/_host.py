@@ -2,8 +2,10 @@
 
 A :class:`ServiceHost` binds one port for one or more servicers and adds:
 ``grpc.health.v1`` (NOT_SERVING until the loader has loaded the models),
-server reflection, message-size limits, the metrics/error interceptor, a
-Prometheus ``/metrics`` endpoint, and graceful shutdown on SIGTERM/SIGINT.
+server reflection, message-size limits, the metrics/error interceptor, admission
+control (field size limits, bounded concurrent calls and queue, deadlines; see
+:mod:`._admission`), a Prometheus ``/metrics`` endpoint, and graceful shutdown on
+SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -21,14 +23,20 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from .._settings import ServerSettings
-from ._auth import BearerTokenInterceptor
+from ..settings import ServerSettings
+from ._admission import Admission, AdmissionInterceptor
+from ._auth import AuthInterceptor
+from ._credentials import CredentialStore
 from ._interceptor import ServerInterceptor
+from ._limits import RequestLimits
 from ._metrics import SERVICE_READY, start_metrics_server
 
 __all__ = ["ServiceBinding", "ServiceHost"]
 
 log = logging.getLogger(__name__)
+
+# Threads beyond the slots and the queue: health checks and refusals always find one.
+_SPARE_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,10 @@ class ServiceHost:
             is bound. Health turns SERVING only when it returns. If it raises,
             health stays NOT_SERVING and :meth:`run` exits with the error.
         on_stop: Runs after the server stopped (closes what the loader opened).
+        request_limits: Size limits every request is checked against before its work
+            starts (``RequestLimits.from_settings(settings)``); None checks none.
+        credentials: The credentials calls must carry; default: those the settings name
+            (``credentials_file``, ``auth_token``), or none checked when they name none.
     """
 
     def __init__(
@@ -62,8 +74,16 @@ class ServiceHost:
         bindings: Sequence[ServiceBinding],
         loader: Callable[[], None] | None = None,
         on_stop: Callable[[], None] | None = None,
+        request_limits: RequestLimits | None = None,
+        credentials: CredentialStore | None = None,
     ) -> None:
         self.settings = settings
+        self.request_limits = request_limits
+        # The callers allowed (``server.credentials_file`` / ``auth_token`` unless given);
+        # None: no credential is checked (loopback development only).
+        self.credentials = (
+            credentials if credentials is not None else CredentialStore.from_settings(settings)
+        )
         self.on_stop = on_stop
         self.name = name
         self.bindings = tuple(bindings)
@@ -76,6 +96,10 @@ class ServiceHost:
         self._stopped = threading.Event()
         self._health = health.HealthServicer(experimental_non_blocking=True)
         self._server: grpc.Server | None = None
+        self.admission = Admission(
+            name, settings.max_ongoing_requests, settings.max_queued_requests
+        )
+        self._workers: futures.ThreadPoolExecutor | None = None
 
     @property
     def ready(self) -> bool:
@@ -86,13 +110,22 @@ class ServiceHost:
         """Bind, start serving health/reflection, start loading models; returns the port."""
         limit = self.settings.max_message_bytes
         interceptors: list[grpc.ServerInterceptor] = []  # type: ignore[type-arg]
-        if self.settings.auth_token is not None:
-            token = self.settings.auth_token.get_secret_value()
-            interceptors.append(BearerTokenInterceptor(self.name, token))
+        if self.credentials is not None:
+            interceptors.append(AuthInterceptor(self.name, self.credentials))
         interceptors.append(ServerInterceptor(self.name, self._ready.is_set))
+        self._workers = futures.ThreadPoolExecutor(
+            max_workers=self.settings.max_ongoing_requests, thread_name_prefix=f"work-{self.name}"
+        )
+        interceptors.append(
+            AdmissionInterceptor(self.admission, self._workers, self.request_limits)
+        )
+        receivers = max(
+            self.settings.max_workers,
+            self.settings.max_ongoing_requests + self.settings.max_queued_requests + _SPARE_THREADS,
+        )
         server = grpc.server(
             futures.ThreadPoolExecutor(
-                max_workers=self.settings.max_workers, thread_name_prefix=f"grpc-{self.name}"
+                max_workers=receivers, thread_name_prefix=f"grpc-{self.name}"
             ),
             interceptors=interceptors,
             options=[
@@ -165,6 +198,9 @@ class ServiceHost:
         self._health.enter_graceful_shutdown()
         grace = self.settings.grace_seconds if grace is None else grace
         self._server.stop(grace).wait()
+        if self._workers is not None:
+            # Work abandoned at its deadline may still be finishing: do not wait for it.
+            self._workers.shutdown(wait=False, cancel_futures=True)
         if self.on_stop is not None:
             self.on_stop()
         log.info("grpc server stopped", extra={"service": self.name})
@@ -219,3 +255,15 @@ class ServiceHost:
     def _set_health(self, status: int) -> None:
         for service in ("", *(b.full_name for b in self.bindings)):
             self._health.set(service, status)
+
+    def set_part_health(self, part: str, serving: bool) -> None:
+        """Health of one part of the service (``<first binding>/<part>``, e.g.
+        ``tribunal.v1.RetrievalService/collection/faq``): a part that cannot serve is
+        reported without taking the whole service out of rotation."""
+        name = f"{self.bindings[0].full_name}/{part}" if self.bindings else part
+        self._health.set(
+            name,
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING,
+        )

@@ -5,7 +5,7 @@ audit_id = db.append_decision(DecisionRecord(kind="answer", query=q, decision="A
 """
 
 from ._database import Database, DecisionRecord, EscalationRecord, normalise_url
-from ._tables import AuditDecisionRow, Base, EscalationRow
+from ._tables import AuditDecisionRow, Base, EscalationRow, KbChangeRow
 
 __all__ = [
     "AuditDecisionRow",
@@ -14,5 +14,6 @@ __all__ = [
     "DecisionRecord",
     "EscalationRecord",
     "EscalationRow",
+    "KbChangeRow",
     "normalise_url",
 ]

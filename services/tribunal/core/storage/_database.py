@@ -3,7 +3,9 @@
 Audit decisions are append-only, enforced by the database itself (a trigger
 refuses UPDATE and DELETE), so no code path — ours or an operator's psql
 session — can rewrite history. Escalations are keyed by content, so a retried
-request inserts nothing twice.
+request inserts nothing twice; a decision and its escalation are written in one
+transaction (both or neither). The schema is created and upgraded by the Alembic
+migrations in :mod:`.migrations`, at the first use of a :class:`Database`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
 from sqlalchemy import Engine, create_engine, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
@@ -26,23 +29,13 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .._errors import ConfigError, NotFoundError, UnavailableError
-from ._tables import AuditDecisionRow, Base, EscalationRow
+from . import migrations
+from ._tables import AuditDecisionRow, EscalationRow
 
 __all__ = ["Database", "DecisionRecord", "EscalationRecord", "normalise_url"]
 
-_SQLITE_APPEND_ONLY = [
-    "CREATE TRIGGER IF NOT EXISTS audit_decisions_no_update BEFORE UPDATE ON audit_decisions "
-    "BEGIN SELECT RAISE(ABORT, 'audit_decisions is append-only'); END",
-    "CREATE TRIGGER IF NOT EXISTS audit_decisions_no_delete BEFORE DELETE ON audit_decisions "
-    "BEGIN SELECT RAISE(ABORT, 'audit_decisions is append-only'); END",
-]
-_POSTGRES_APPEND_ONLY = [
-    "CREATE OR REPLACE FUNCTION tribunal_append_only() RETURNS trigger AS $$ "
-    "BEGIN RAISE EXCEPTION '% is append-only', TG_TABLE_NAME; END; $$ LANGUAGE plpgsql",
-    "DROP TRIGGER IF EXISTS audit_decisions_append_only ON audit_decisions",
-    "CREATE TRIGGER audit_decisions_append_only BEFORE UPDATE OR DELETE ON audit_decisions "
-    "FOR EACH ROW EXECUTE FUNCTION tribunal_append_only()",
-]
+# Serialises schema upgrades of one PostgreSQL database across processes.
+_MIGRATION_LOCK_KEY = 712001
 
 
 @dataclass(frozen=True)
@@ -154,26 +147,38 @@ class Database:
         return create_engine(self.url, pool_pre_ping=True)
 
     def create_schema(self) -> None:
-        """Create missing tables and the append-only triggers (idempotent)."""
+        """Create the schema, or upgrade it to the current revision (idempotent; safe when
+        several processes start at once)."""
         with self._schema_lock:
             if self._schema_ready:
                 return
             try:
-                Base.metadata.create_all(self.engine)
-                statements = (
-                    _SQLITE_APPEND_ONLY if self.dialect == "sqlite" else _POSTGRES_APPEND_ONLY
-                )
-                with self.engine.begin() as connection:
+                with self._migration_lock(), self.engine.begin() as connection:
                     if self.dialect == "postgresql":
-                        # Concurrent first starts would race on CREATE FUNCTION.
-                        connection.execute(text("SELECT pg_advisory_xact_lock(712001)"))
-                    for statement in statements:
-                        connection.execute(text(statement))
+                        connection.execute(
+                            text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")
+                        )
+                    migrations.upgrade(connection)
             except SQLAlchemyError as exc:
                 raise UnavailableError(
                     f"cannot prepare the database {self._safe_url()}: {exc}"
                 ) from exc
             self._schema_ready = True
+
+    def schema_revision(self) -> str | None:
+        """The migration revision the database is at (None: never migrated)."""
+        with self.engine.connect() as connection:
+            return migrations.current_revision(connection)
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """SQLite has no advisory lock: processes upgrading one file take a lock file."""
+        database = make_url(self.url).database
+        if self.dialect != "sqlite" or not database or database == ":memory:":
+            yield
+            return
+        with FileLock(str(Path(database).expanduser()) + ".migrate.lock", timeout=120):
+            yield
 
     def _safe_url(self) -> str:
         return make_url(self.url).render_as_string(hide_password=True)
@@ -192,13 +197,25 @@ class Database:
 
     def append_decision(self, record: DecisionRecord) -> str:
         """Write one decision; returns its id."""
+        audit_id, _ = self.record_decision(record)
+        return audit_id
+
+    def record_decision(
+        self, record: DecisionRecord, escalation: EscalationRecord | None = None
+    ) -> tuple[str, str]:
+        """Write a decision and, when given, its escalation (linked to the decision's id)
+        in one transaction: both are stored or neither. Returns (audit id, escalation id,
+        "" without one)."""
         audit_id = record.id or uuid.uuid4().hex
         values = {name: getattr(record, name) for name in _DECISION_COLUMNS}
         values["candidate_ids"] = list(record.candidate_ids)
-        row = AuditDecisionRow(id=audit_id, **values)
+        escalation_id = ""
         with self.session() as session:
-            session.add(row)
-        return audit_id
+            session.add(AuditDecisionRow(id=audit_id, **values))
+            if escalation is not None:
+                linked = escalation if escalation.audit_id else _with_audit(escalation, audit_id)
+                escalation_id = self._insert_escalation(session, linked)
+        return audit_id, escalation_id
 
     def decision(self, audit_id: str) -> DecisionRecord:
         with self.session() as session:
@@ -230,8 +247,10 @@ class Database:
             rows = session.scalars(statement.limit(limit)).all()
             return [_decision_record(row) for row in rows]
 
-    def decision_counts(self, *, since: dt.datetime | None = None) -> dict[str, dict[str, int]]:
-        """``{kind: {decision or decision/reason: count}}``."""
+    def decision_counts(
+        self, *, since: dt.datetime | None = None, collection: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        """``{kind: {decision or decision/reason: count}}``, optionally of one collection."""
         statement = select(
             AuditDecisionRow.kind,
             AuditDecisionRow.decision,
@@ -240,6 +259,8 @@ class Database:
         ).group_by(AuditDecisionRow.kind, AuditDecisionRow.decision, AuditDecisionRow.reason)
         if since is not None:
             statement = statement.where(AuditDecisionRow.created_at >= since)
+        if collection is not None:
+            statement = statement.where(AuditDecisionRow.collection == collection)
         counts: dict[str, dict[str, int]] = {}
         with self.session() as session:
             for kind, decision, reason, count in session.execute(statement):
@@ -251,6 +272,10 @@ class Database:
 
     def add_escalation(self, record: EscalationRecord) -> str:
         """Insert unless the same item is already queued; returns the escalation id."""
+        with self.session() as session:
+            return self._insert_escalation(session, record)
+
+    def _insert_escalation(self, session: Session, record: EscalationRecord) -> str:
         key = record.key()
         values = {
             "id": key,
@@ -266,8 +291,7 @@ class Database:
         }
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         statement = insert(EscalationRow).values(**values).on_conflict_do_nothing()
-        with self.session() as session:
-            session.execute(statement)
+        session.execute(statement)
         return key
 
     def escalations(
@@ -296,6 +320,10 @@ class Database:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _with_audit(record: EscalationRecord, audit_id: str) -> EscalationRecord:
+    return replace(record, audit_id=audit_id)
 
 
 def _decision_record(row: AuditDecisionRow) -> DecisionRecord:

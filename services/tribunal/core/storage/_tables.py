@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, Index, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, Float, Index, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["AuditDecisionRow", "Base", "EscalationRow"]
+__all__ = ["AuditDecisionRow", "Base", "EscalationRow", "KbChangeRow"]
 
 
 class Base(DeclarativeBase):
@@ -72,3 +72,32 @@ class EscalationRow(Base):
     status: Mapped[str] = mapped_column(String(16), default="open")
 
     __table_args__ = (Index("ix_escalations_status", "status", "created_at"),)
+
+
+class KbChangeRow(Base):
+    """One change of one KB entry (or of a collection's policy), by whom, to which
+    version: append-only (triggers refuse UPDATE and DELETE)."""
+
+    __tablename__ = "kb_changes"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_utcnow)
+    actor: Mapped[str] = mapped_column(String(128))
+    """The credential's name (``cli:<user>`` for the command line)."""
+    collection: Mapped[str] = mapped_column(String(128))
+    entry_id: Mapped[str] = mapped_column(String(256), default="")
+    """Empty for a change of the collection's policy."""
+    op: Mapped[str] = mapped_column(String(16))
+    """``upsert``, ``delete`` or ``policy``."""
+    before_sha256: Mapped[str] = mapped_column(String(64), default="")
+    """The entry version replaced or deleted; empty when there was none."""
+    after_sha256: Mapped[str] = mapped_column(String(64), default="")
+    """The entry version written; empty for a delete."""
+    kb_version: Mapped[int] = mapped_column(BigInteger, default=0)
+    """The collection's version (its change counter) once the change was applied."""
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    __table_args__ = (
+        Index("ix_kb_changes_collection_entry", "collection", "entry_id", "created_at"),
+        Index("ix_kb_changes_created_at", "created_at"),
+    )

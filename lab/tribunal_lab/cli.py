@@ -1,0 +1,53 @@
+"""The ``tribunal-lab`` command: evaluations, paper reproductions and data set builders."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tribunal import __version__
+from tribunal.core import TribunalError, configure_logging
+
+from .commands import crowdrag as crowdrag_commands
+from .commands import dataset as dataset_commands
+from .commands import evaluate as eval_commands
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tribunal-lab",
+        description="Measure Tribunal's stages on the development data sets, reproduce the "
+        "papers' figures and build the labelled sets the product trains on. Data sets: "
+        "--data (default $TRIBUNAL_LAB_DATA or ../shared/data); per-item caches: --cache-dir "
+        "(default $TRIBUNAL_LAB_CACHE or .build/lab-cache).",
+    )
+    parser.add_argument("--version", action="version", version=f"tribunal-lab {__version__}")
+    parser.add_argument(
+        "--log-format", choices=("json", "text"), default="text", help="log line format"
+    )
+    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for area in (eval_commands, dataset_commands, crowdrag_commands):
+        area.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level, args.log_format)
+    try:
+        return int(args.func(args))
+    except TribunalError as exc:
+        # Known errors already say what to fix; no traceback.
+        print(f"tribunal-lab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

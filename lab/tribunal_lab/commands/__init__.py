@@ -1,0 +1,1 @@
+"""Subcommands of the ``tribunal-lab`` CLI, one module per area."""

@@ -1,0 +1,1 @@
+"""Builders of the labelled data sets the product trains and calibrates on."""

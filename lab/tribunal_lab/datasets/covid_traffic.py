@@ -1,0 +1,119 @@
+"""COVID FAQ traffic labelled by answer equivalence, for ``tribunal calibrate``.
+
+COVID-QA's ``question_similarity_en.jsonl`` pairs user questions (``question_2``)
+with FAQ questions (``question_1``), label 1 when they ask the same thing. Each
+user question with a label-1 pair is one labelled query: its answers are the FAQ
+entry of that pair (found by its answer text, as ingestion names entries) and
+every entry of the same answer-equivalence class (the committed classes file),
+because another agency's entry answering the same question is a right answer
+too; and an entry whose question *is* the user question (lower-cased, punctuation
+dropped), which was written to answer exactly it. User questions without a
+label-1 pair are left out: which entry answers them is not known.
+
+    python -m tribunal_lab.datasets.covid_traffic --out .build/calibrate/covid-traffic.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tribunal.confidence import AnswerClasses
+from tribunal.core import NotFoundError, load_settings
+from tribunal.retrieval import KbEntry, deduplicate, read_entries
+
+from .._paths import data_root
+
+__all__ = ["CLASSES_PATH", "build_covid_traffic", "main"]
+
+CLASSES_PATH = (
+    Path(__file__).resolve().parents[3]
+    / "services/tribunal/artifacts/answer-classes/covid-qa-faq-en.json"
+)
+"""The committed, reviewed classes of the COVID FAQ (``tribunal answer-classes check``)."""
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise NotFoundError(f"{path} does not exist")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def build_covid_traffic(
+    folder: Path, out: Path, *, classes_path: Path = CLASSES_PATH, chunk_chars: int = 1000
+) -> dict[str, Any]:
+    """Write the labelled queries to ``out`` (sorted by query); returns a summary."""
+    entries, _ = deduplicate(
+        read_entries(folder / "faq_kb_en.jsonl", record_format="faq", max_chars=chunk_chars)
+    )
+    by_answer: dict[str, list[KbEntry]] = {}
+    by_question: dict[str, list[str]] = {}
+    for entry in entries:
+        by_answer.setdefault(_normalise(entry.answer)[:300], []).append(entry)
+        by_question.setdefault(_normalise(entry.question), []).append(entry.id)
+    classes = AnswerClasses.load(classes_path)
+    linked: dict[str, set[str]] = {}
+    unresolved = 0
+    rows = _read_jsonl(folder / "question_similarity_en.jsonl")
+    for row in rows:
+        if int(row["label"]) != 1:
+            continue
+        found = by_answer.get(_normalise(row["q1_faq_answer"])[:300], [])
+        if len(found) > 1:  # one answer text under several questions: match the question too
+            found = [e for e in found if _normalise(e.question) == _normalise(row["question_1"])]
+        if len(found) != 1:
+            unresolved += 1
+            continue
+        linked.setdefault(row["question_2"], set()).add(found[0].id)
+    verbatim = 0
+    for query, ids in linked.items():
+        same = set(by_question.get(_normalise(query), [])) - ids
+        verbatim += bool(same)
+        ids |= same
+    queries = sorted(linked)
+    lines = [
+        json.dumps({"query": q, "answers": sorted(classes.expand(linked[q]))}, ensure_ascii=False)
+        for q in queries
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    widened = sum(1 for q in queries if len(classes.expand(linked[q])) > len(linked[q]))
+    return {
+        "queries": len(queries),
+        "left_out_without_a_match": len({r["question_2"] for r in rows} - set(linked)),
+        "pairs_not_found_in_kb": unresolved,
+        "queries_with_several_answers": widened,
+        "queries_with_an_entry_asking_them_verbatim": verbatim,
+        "out": str(out),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=None, help="covid-qa folder")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--classes", type=Path, default=CLASSES_PATH)
+    parser.add_argument("--profile", default=None, help="profile (chunk size of ingestion)")
+    args = parser.parse_args(argv)
+    settings = load_settings(args.profile)
+    summary = build_covid_traffic(
+        args.data or data_root() / "covid-qa",
+        args.out,
+        classes_path=args.classes,
+        chunk_chars=settings.retrieval.chunk_size_chars,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

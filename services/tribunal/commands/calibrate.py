@@ -1,0 +1,478 @@
+"""``tribunal calibrate`` and ``tribunal answer-classes``: certify a threshold on your traffic.
+
+``tribunal calibrate --collection C --traffic FILE`` runs the gateway's own
+stages (retrieval, then the matcher, with the profile's settings) on every
+labelled query of FILE, records the signals the gateway would send to the
+confidence service, fits the calibrator, certifies one threshold per α with the
+chosen risk-control method, and writes one artifact bound to the collection's
+content version, the matcher, the retrieval embedder and the profile, with a
+report (per α: certified bound and coverage, held-out outcome; a hallucination
+vs coverage plot; the reliability diagram).
+
+``tribunal answer-classes build|check`` groups a KB's entries that answer the
+same question alike, so labelled traffic can list every right entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core import InvalidArgumentError, load_settings
+
+if TYPE_CHECKING:
+    from ..confidence import CalibrationBinding, ObservedCandidate, Traffic
+    from ..core import Settings
+
+__all__ = ["CALIBRATOR_CHOICES", "METHOD_CHOICES", "register"]
+
+_SIGNALS_FORMAT = "tribunal.calibration-signals/1"
+# The names of tribunal.confidence's CALIBRATORS and RISK_METHODS, spelled out so the
+# CLI starts without importing the numeric stack (a test keeps them equal).
+CALIBRATOR_CHOICES = ("isotonic", "monotone", "platt", "temperature")
+METHOD_CHOICES = ("clopper-pearson", "ltt", "ltt-hb", "sgr")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser(
+        "calibrate",
+        help="certify a hallucination-rate threshold on labelled traffic of one KB collection",
+        description="Run retrieval and the matcher (the gateway's stages, this profile's "
+        "settings) on every labelled query, fit the calibrator, certify one threshold per "
+        "alpha, and write one artifact bound to the collection's content version, the "
+        'matcher, the embedder and the profile. Traffic: JSONL of {"query": ..., '
+        '"answers": [ids of every entry that answers it; empty when none does]}.',
+    )
+    parser.add_argument("--collection", required=True, help="the KB collection the traffic asks")
+    parser.add_argument("--traffic", type=Path, required=True, help="labelled queries (JSONL)")
+    parser.add_argument("--profile", default=None, help="profile name or YAML path")
+    parser.add_argument(
+        "--classes",
+        type=Path,
+        default=None,
+        help="answer-classes file: each query's answers are widened to their whole classes",
+    )
+    parser.add_argument(
+        "--alpha", type=float, nargs="+", default=[0.05, 0.1, 0.2], help="target rates"
+    )
+    parser.add_argument(
+        "--delta", type=float, default=0.1, help="each guarantee holds with prob. 1 - delta"
+    )
+    parser.add_argument(
+        "--method", choices=METHOD_CHOICES, default="ltt", help="risk control (ltt)"
+    )
+    parser.add_argument(
+        "--calibrator", choices=CALIBRATOR_CHOICES, default="monotone", help="(monotone)"
+    )
+    parser.add_argument(
+        "--signal",
+        nargs="+",
+        default=None,
+        help="columns of the monotone calibrator (default: ensemble_p_match "
+        "retrieval_reciprocal_rank dense_score)",
+    )
+    parser.add_argument("--score", default=None, help="the column an isotonic/temperature reads")
+    parser.add_argument("--holdout-fraction", type=float, default=0.3, help="by group (0.3)")
+    parser.add_argument(
+        "--fit-fraction", type=float, default=0.4, help="of the rest, fits the calibrator (0.4)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the grouped split")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="artifact path (default: confidence.artifact_path or "
+        "DATA_DIR/confidence/calibrator.json, which the services then load)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="report folder (default: .build/calibrate/COLLECTION)",
+    )
+    parser.add_argument(
+        "--signals-out",
+        type=Path,
+        default=None,
+        help="also write the recorded candidate signals (JSONL) for --from-signals",
+    )
+    parser.add_argument(
+        "--from-signals",
+        type=Path,
+        default=None,
+        help="reuse signals recorded by --signals-out instead of running the stages",
+    )
+    parser.add_argument(
+        "--created",
+        default=None,
+        help="creation time to record (ISO 8601); fixed, the artifact is rebuilt bit for bit",
+    )
+    parser.set_defaults(func=_calibrate)
+
+    classes = sub.add_parser(
+        "answer-classes",
+        help="group a KB's entries that answer the same question alike (for labelling)",
+    )
+    actions = classes.add_subparsers(dest="action", required=True, metavar="ACTION")
+    build = actions.add_parser(
+        "build",
+        help="link entries by question cosine and answer token-set ratio, apply a review, "
+        "write the classes",
+    )
+    build.add_argument("--kb", type=Path, required=True, help="the KB file (JSONL)")
+    build.add_argument("-o", "--output", type=Path, required=True, help="classes file to write")
+    build.add_argument("--embedder", default="embedder_large", help="profile embedder model key")
+    build.add_argument("--question-cosine", type=float, default=0.85)
+    build.add_argument("--answer-ratio", type=float, default=0.5)
+    build.add_argument(
+        "--review",
+        type=Path,
+        default=None,
+        help='JSON {"rejected": [{"pair": [a, b], "reason": ...}], "added": [...]} '
+        "(or a classes file, whose review is reused)",
+    )
+    build.add_argument("--profile", default=None, help="profile name or YAML path")
+    build.set_defaults(func=_classes_build)
+    check = actions.add_parser(
+        "check", help="recompute a classes file from its KB and method; exit 1 on a difference"
+    )
+    check.add_argument("--kb", type=Path, required=True, help="the KB file (JSONL)")
+    check.add_argument("--classes", type=Path, required=True, help="the committed classes file")
+    check.add_argument("--profile", default=None, help="profile name or YAML path")
+    check.set_defaults(func=_classes_check)
+
+
+# -- tribunal calibrate ------------------------------------------------------------------
+
+
+def _observe(
+    settings: Settings, collection: str, traffic: Traffic
+) -> tuple[list[list[ObservedCandidate]], CalibrationBinding]:
+    """Every query through the gateway's retrieval and matching; the binding they imply."""
+    from tqdm import tqdm
+
+    from ..confidence import CalibrationBinding, embedder_version
+    from ..gateway import AnswerPipeline
+    from ..gateway._checks import AnswerPolicy
+    from ..gateway._stages import StageError
+    from ..gateway._wiring import connect_stages, serve_stages
+    from ..retrieval._verification import checker_version
+    from ..v1 import gateway_pb2, retrieval_pb2
+
+    if settings.gateway.discovery == "in-process":
+        # Only the stages whose replies become signals: no entailment or debate models.
+        transport, host = serve_stages(settings, ("retrieval", "ensemble"), name="calibrate")
+    else:
+        transport, host = connect_stages(settings)
+    # Retrieval and matching only: nothing is scored, so no trusted calibrator is needed.
+    policy = AnswerPolicy(
+        scorer=None,  # type: ignore[arg-type]
+        checker_version=checker_version(settings),
+        rrf_k=settings.retrieval.rrf_k,
+        bm25_k1=settings.retrieval.bm25_k1,
+    )
+    pipeline = AnswerPipeline(settings.gateway, transport, store=None, policy=policy)
+    observed: list[list[ObservedCandidate]] = []
+    versions: set[tuple[str, str]] = set()
+    failures: list[str] = []
+    try:
+        stats = transport.call(
+            "retrieval", "Stats", retrieval_pb2.StatsRequest(collection=collection), 60.0
+        )
+        for item in tqdm(traffic.queries, desc="retrieve + match", unit="query"):
+            try:
+                found = pipeline.candidate_signals(
+                    gateway_pb2.AnswerRequest(query=item.query, collection=collection)
+                )
+            except StageError as failure:
+                # The gateway falls back on this query whatever the threshold: it stays in
+                # the traffic with no candidate (never accepted), and the count is printed.
+                failures.append(f"{item.query[:60]!r}: {failure}")
+                observed.append([])
+                continue
+            observed.append(
+                [
+                    _observed(entry_id, signals)
+                    for entry_id, signals in zip(found.entry_ids, found.signals, strict=True)
+                ]
+            )
+            if found.versions.matcher:
+                versions.add((found.versions.collection_version, found.versions.matcher))
+    finally:
+        transport.close()
+        if host is not None:
+            host.stop(0)
+    if failures:
+        print(f"{len(failures)} queries fell back in a stage (kept, never accepted):")
+        for line in failures[:10]:
+            print(f"  {line}")
+    if len(versions) != 1:
+        raise InvalidArgumentError(
+            f"the KB or matcher changed while calibrating ({sorted(versions)}); rerun",
+            field="collection",
+        )
+    content, matcher = versions.pop()
+    entries = sum(s.entries for s in stats.collections if s.name == collection)
+    binding = CalibrationBinding(
+        collection=collection,
+        collection_version=content,
+        entries=int(entries),
+        matcher=matcher,
+        embedder=embedder_version(settings),
+        profile=settings.profile,
+        candidates=settings.gateway.candidates,
+    )
+    return observed, binding
+
+
+def _observed(entry_id: str, message: Any) -> ObservedCandidate:
+    """The candidate's signals, floats rounded to 1e-6 so the fit does not depend on the
+    last bits of a model's arithmetic (the artifact is then rebuilt bit for bit)."""
+    from google.protobuf.json_format import MessageToDict
+
+    from ..confidence import ObservedCandidate
+    from ..confidence.servicer import signals_from_proto
+    from ..v1 import confidence_pb2
+
+    values = MessageToDict(message, preserving_proto_field_name=True)
+    rounded: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, float):
+            rounded[name] = round(value, 6)
+        elif isinstance(value, dict):
+            rounded[name] = {k: round(v, 6) for k, v in value.items()}
+        else:
+            rounded[name] = value
+    parsed = confidence_pb2.Signals()
+    from google.protobuf.json_format import ParseDict
+
+    ParseDict(rounded, parsed)
+    return ObservedCandidate(entry_id, signals_from_proto(parsed))
+
+
+def _write_signals(
+    path: Path,
+    traffic: Traffic,
+    observed: list[list[ObservedCandidate]],
+    binding: CalibrationBinding,
+) -> None:
+    lines = [
+        json.dumps(
+            {
+                "format": _SIGNALS_FORMAT,
+                "queries_sha256": _queries_sha256(traffic),
+                "binding": binding.to_dict(),
+            },
+            sort_keys=True,
+        )
+    ]
+    for item, candidates in zip(traffic.queries, observed, strict=True):
+        lines.append(
+            json.dumps(
+                {
+                    "query": item.query,
+                    "candidates": [
+                        {"entry_id": c.entry_id, "signals": c.signals.to_mapping()}
+                        for c in candidates
+                    ],
+                },
+                sort_keys=True,
+            )
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _read_signals(
+    path: Path, traffic: Traffic
+) -> tuple[list[list[ObservedCandidate]], CalibrationBinding]:
+    from ..confidence import CalibrationBinding, ObservedCandidate, Signals
+
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not lines or lines[0].get("format") != _SIGNALS_FORMAT:
+        raise InvalidArgumentError(
+            f"{path} is not a file written by --signals-out", field="from_signals"
+        )
+    header, rows = lines[0], lines[1:]
+    # The signals depend on the queries only: labels may be corrected without rerunning.
+    if header["queries_sha256"] != _queries_sha256(traffic) or len(rows) != len(traffic):
+        raise InvalidArgumentError(
+            f"{path} was recorded for other queries than {traffic.source}'s",
+            field="from_signals",
+        )
+    observed = [
+        [
+            ObservedCandidate(c["entry_id"], Signals.from_mapping(c["signals"]))
+            for c in row["candidates"]
+        ]
+        for row in rows
+    ]
+    return observed, CalibrationBinding.from_dict(header["binding"])
+
+
+def _queries_sha256(traffic: Traffic) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join(q.query for q in traffic.queries).encode()).hexdigest()
+
+
+def _with_classes(traffic: Traffic, path: Path) -> Traffic:
+    from dataclasses import replace
+
+    from ..confidence import AnswerClasses
+
+    classes = AnswerClasses.load(path)
+    return replace(
+        traffic,
+        queries=tuple(replace(q, answers=classes.expand(q.answers)) for q in traffic.queries),
+    )
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from ..confidence import (
+        CalibrationConfig,
+        calibrate,
+        calibration_markdown,
+        default_artifact_path,
+        read_traffic,
+        write_calibration_report,
+    )
+
+    settings = load_settings(args.profile)
+    config = CalibrationConfig(
+        calibrator=args.calibrator,
+        signals=tuple(args.signal) if args.signal else None,
+        score=args.score,
+        alphas=tuple(args.alpha),
+        delta=args.delta,
+        method=args.method,
+        holdout_fraction=args.holdout_fraction,
+        fit_fraction=args.fit_fraction,
+        seed=args.seed,
+    )
+    traffic = read_traffic(args.traffic)
+    if args.classes is not None:
+        traffic = _with_classes(traffic, args.classes)
+    started = time.perf_counter()
+    if args.from_signals is not None:
+        observed, binding = _read_signals(args.from_signals, traffic)
+        if binding.collection != args.collection:
+            raise InvalidArgumentError(
+                f"{args.from_signals} was recorded on collection {binding.collection!r}",
+                field="collection",
+            )
+    else:
+        observed, binding = _observe(settings, args.collection, traffic)
+        print(
+            f"{len(traffic)} queries through retrieval + matching in "
+            f"{time.perf_counter() - started:.0f} s"
+        )
+    if args.signals_out is not None:
+        _write_signals(args.signals_out, traffic, observed, binding)
+    result = calibrate(traffic, observed, config, binding, created=args.created)
+    output = args.output or _writable_default(settings, default_artifact_path(settings))
+    result.artifact.save(output)
+    report_dir = args.report or Path(".build/calibrate") / args.collection
+    written = write_calibration_report(result, report_dir)
+    print(calibration_markdown(result.report))
+    print(f"wrote {output} (version {result.artifact.version})")
+    print(f"report: {', '.join(str(p) for p in written)}")
+    return 0
+
+
+def _writable_default(settings: Settings, resolved: Path) -> Path:
+    """Never overwrite a shipped artifact by default: write the data_dir one instead."""
+    if settings.confidence.artifact_path is not None:
+        return resolved
+    return settings.data_dir / "confidence" / "calibrator.json"
+
+
+# -- tribunal answer-classes --------------------------------------------------------------
+
+
+def _kb_entries(settings: Settings, path: Path) -> list[Any]:
+    from ..retrieval import deduplicate, read_entries
+
+    entries, _ = deduplicate(
+        read_entries(path, record_format="auto", max_chars=settings.retrieval.chunk_size_chars)
+    )
+    return entries
+
+
+def _compute_classes(settings: Settings, kb: Path, rule: Any, rejected: Any, added: Any) -> Any:
+    from ..confidence import AnswerClasses, candidate_links, file_sha256
+    from ..retrieval import load_profile_embedder
+
+    entries = _kb_entries(settings, kb)
+    ids = [e.id for e in entries]
+    vectors = load_profile_embedder(settings, rule.embedder).embed([e.question for e in entries])
+    links = candidate_links(ids, vectors, [e.answer for e in entries], rule)
+    described = {
+        e.id: {"question": e.question, "source": str(e.metadata.get("source", ""))} for e in entries
+    }
+    return AnswerClasses.build(
+        {"source": kb.name, "sha256": file_sha256(kb), "entries": len(entries)},
+        ids,
+        links,
+        rule,
+        rejected=rejected,
+        added=added,
+        described=described,
+    )
+
+
+def _review(path: Path | None) -> tuple[list[Any], list[Any]]:
+    from ..confidence import ReviewedLink
+
+    if path is None:
+        return [], []
+    data = json.loads(path.read_text())
+    review = data.get("review", data)
+
+    def links(items: list[dict[str, Any]]) -> list[Any]:
+        return [ReviewedLink.of(*item["pair"], item["reason"]) for item in items]
+
+    return links(review.get("rejected", [])), links(review.get("added", []))
+
+
+def _classes_build(args: argparse.Namespace) -> int:
+    from ..confidence import ClassRule
+
+    settings = load_settings(args.profile)
+    rule = ClassRule(args.embedder, args.question_cosine, args.answer_ratio)
+    rejected, added = _review(args.review)
+    classes = _compute_classes(settings, args.kb, rule, rejected, added)
+    classes.save(args.output)
+    sizes = sorted((len(c) for c in classes.classes), reverse=True)
+    print(
+        f"{len(classes.links)} links by the rule, {len(rejected)} rejected and {len(added)} "
+        f"added by review: {len(classes.classes)} classes of sizes {sizes}; wrote {args.output}"
+    )
+    return 0
+
+
+def _classes_check(args: argparse.Namespace) -> int:
+    from ..confidence import AnswerClasses
+
+    settings = load_settings(args.profile)
+    committed = AnswerClasses.load(args.classes)
+    recomputed = _compute_classes(
+        settings, args.kb, committed.rule, committed.rejected, committed.added
+    )
+    differences = recomputed.differences(committed)
+    if recomputed.kb.get("sha256") != committed.kb.get("sha256"):
+        differences.insert(0, f"the KB file changed (sha256 {recomputed.kb['sha256'][:12]})")
+    for line in differences:
+        print(line)
+    if differences:
+        print(f"{args.classes}: {len(differences)} difference(s)")
+        return 1
+    print(
+        f"{args.classes}: the same {len(committed.links)} links and {len(committed.classes)} "
+        "classes, recomputed from the KB and the recorded method and review"
+    )
+    return 0

@@ -1,0 +1,192 @@
+"""Labelled traffic for one KB collection, and its grouped calibration / held-out split.
+
+One query a line (JSONL)::
+
+    {"query": "Can my dog catch it?", "answers": ["faq-1a2b", "faq-9f8e"]}
+
+``answers`` lists the ids of *every* entry that correctly answers the query —
+several when entries are equivalent (the same intent and answer content from
+different sources), none when the KB cannot answer it. An optional ``group``
+keeps rows together in a split; by default a row's group is its answer set,
+so paraphrases of one question never straddle the calibration and held-out
+parts (a query the KB cannot answer is its own group). Other keys are ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..core import InvalidArgumentError, NotFoundError
+
+__all__ = ["LabelledQuery", "Traffic", "TrafficSplit", "read_traffic", "split_traffic"]
+
+
+@dataclass(frozen=True)
+class LabelledQuery:
+    """One query and the entries that answer it."""
+
+    query: str
+    answers: frozenset[str]
+    """Ids of every entry that correctly answers the query (empty: none does)."""
+    group: str
+    """Rows of one group are never split apart."""
+
+    def is_right(self, entry_id: str) -> bool:
+        return entry_id in self.answers
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The labelled queries of one file."""
+
+    queries: tuple[LabelledQuery, ...]
+    sha256: str
+    """sha256 of the file's bytes."""
+    source: str
+    """The file name."""
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    @property
+    def answerable(self) -> int:
+        return sum(1 for q in self.queries if q.answers)
+
+
+def _group(row: dict[str, Any], answers: frozenset[str], query: str) -> str:
+    given = row.get("group")
+    if isinstance(given, str) and given.strip():
+        return "group:" + given
+    if answers:
+        return "answers:" + "\x00".join(sorted(answers))
+    return "query:" + hashlib.sha256(query.encode()).hexdigest()[:16]
+
+
+def read_traffic(path: Path) -> Traffic:
+    """Read labelled traffic (see the module docstring).
+
+    Raises:
+        NotFoundError: no such file.
+        InvalidArgumentError: a bad line (the message names the line and field), or
+            no rows.
+    """
+    if not path.is_file():
+        raise NotFoundError(f"traffic file {path} does not exist")
+    raw = path.read_bytes()
+    queries: list[LabelledQuery] = []
+    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgumentError(f"{where}: not JSON ({exc.msg})", field="traffic") from None
+        if not isinstance(row, dict):
+            raise InvalidArgumentError(f"{where}: each line must be a JSON object", field="traffic")
+        query = row.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArgumentError(
+                f"{where}: 'query' must be a non-empty string", field="query"
+            )
+        answers = row.get("answers")
+        if not isinstance(answers, list) or not all(
+            isinstance(a, str) and a.strip() for a in answers
+        ):
+            raise InvalidArgumentError(
+                f"{where}: 'answers' must be a list of entry ids (empty when no entry "
+                "answers the query)",
+                field="answers",
+            )
+        ids = frozenset(answers)
+        queries.append(LabelledQuery(query, ids, _group(row, ids, query)))
+    if not queries:
+        raise InvalidArgumentError(f"{path} holds no queries", field="traffic")
+    return Traffic(tuple(queries), hashlib.sha256(raw).hexdigest(), path.name)
+
+
+@dataclass(frozen=True)
+class TrafficSplit:
+    """Query indices of each part; disjoint, together every query, groups kept whole."""
+
+    fit: NDArray[np.int64]
+    """Queries whose candidates fit the calibrator."""
+    risk: NDArray[np.int64]
+    """Queries the thresholds are certified on (never seen by the calibrator)."""
+    holdout: NDArray[np.int64]
+    """Queries kept for the held-out report only."""
+
+    def sizes(self) -> dict[str, int]:
+        return {name: int(getattr(self, name).size) for name in ("fit", "risk", "holdout")}
+
+
+def split_traffic(
+    queries: tuple[LabelledQuery, ...],
+    *,
+    holdout_fraction: float,
+    fit_fraction: float,
+    seed: int,
+) -> TrafficSplit:
+    """Seeded split by group: ``holdout_fraction`` of the groups held out, then
+    ``fit_fraction`` of the remaining groups fit the calibrator, the rest certify.
+
+    Groups are shuffled with ``numpy.random.default_rng(seed)`` and cut by
+    cumulative query count, so the parts' sizes are close to the fractions in
+    queries, not only in groups.
+
+    Raises:
+        InvalidArgumentError: a fraction outside [0, 1), or too few groups for three parts.
+    """
+    for name, value in (("holdout_fraction", holdout_fraction), ("fit_fraction", fit_fraction)):
+        if not 0.0 <= value < 1.0:
+            raise InvalidArgumentError(f"{name} must be in [0, 1), got {value}", field=name)
+    groups = sorted({q.group for q in queries})
+    if len(groups) < 3:
+        raise InvalidArgumentError(
+            f"the traffic has {len(groups)} group(s); at least 3 are needed to fit, certify "
+            "and hold out",
+            field="traffic",
+        )
+    rng = np.random.default_rng(seed)
+    order = [groups[i] for i in rng.permutation(len(groups))]
+    sizes = dict.fromkeys(groups, 0)
+    for q in queries:
+        sizes[q.group] += 1
+
+    def cut(names: list[str], fraction: float) -> tuple[list[str], list[str]]:
+        total = sum(sizes[g] for g in names)
+        taken: list[str] = []
+        count = 0
+        for name in names:
+            if count >= fraction * total:
+                break
+            taken.append(name)
+            count += sizes[name]
+        return taken, names[len(taken) :]
+
+    held, rest = cut(order, holdout_fraction)
+    fit, risk = cut(rest, fit_fraction)
+    part = {
+        **dict.fromkeys(held, "holdout"),
+        **dict.fromkeys(fit, "fit"),
+        **dict.fromkeys(risk, "risk"),
+    }
+    index: dict[str, list[int]] = {"fit": [], "risk": [], "holdout": []}
+    for i, q in enumerate(queries):
+        index[part[q.group]].append(i)
+    if not index["fit"] or not index["risk"]:
+        raise InvalidArgumentError(
+            "the split left no queries to fit or to certify on; lower the held-out or fit "
+            "fraction, or label more traffic",
+            field="traffic",
+        )
+    return TrafficSplit(
+        *(np.asarray(index[name], dtype=np.int64) for name in ("fit", "risk", "holdout"))
+    )

@@ -1,0 +1,46 @@
+"""One typed settings object: a YAML model profile plus ``TRIBUNAL_*`` overrides.
+
+Each section (``server``, ``llm``, ``retrieval``, ``entailment``, ``ensemble``,
+``confidence``, ``debate``, ``gateway``) is a model in its own module; :class:`Settings`
+composes them. :func:`load_settings` reads a profile and the environment, and
+:func:`settings_reference` renders ``docs/settings.md`` from the fields' docstrings.
+"""
+
+from ._base import ENV_PREFIX, env_name
+from ._confidence import ConfidenceSettings
+from ._debate import DebateSettings
+from ._deployment import DeploymentSettings
+from ._ensemble import EnsembleSettings
+from ._entailment import EntailmentSettings
+from ._gateway import GatewaySettings
+from ._llm import LLMSettings
+from ._models import ModelSpec, RoleSettings
+from ._profiles import RENAMED_SETTINGS, available_profiles, load_settings, resolve_profile_path
+from ._reference import SettingRow, setting_rows, settings_reference
+from ._retrieval import RetrievalSettings
+from ._root import Settings
+from ._server import ServerSettings
+
+__all__ = [
+    "ENV_PREFIX",
+    "RENAMED_SETTINGS",
+    "ConfidenceSettings",
+    "DebateSettings",
+    "DeploymentSettings",
+    "EnsembleSettings",
+    "EntailmentSettings",
+    "GatewaySettings",
+    "LLMSettings",
+    "ModelSpec",
+    "RetrievalSettings",
+    "RoleSettings",
+    "ServerSettings",
+    "SettingRow",
+    "Settings",
+    "available_profiles",
+    "env_name",
+    "load_settings",
+    "resolve_profile_path",
+    "setting_rows",
+    "settings_reference",
+]

@@ -1,0 +1,93 @@
+"""The retrieval service: index choice, request limits, fusion, reranking, ingest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ._base import Section
+from ._deployment import DeploymentSettings
+
+__all__ = ["RetrievalSettings"]
+
+
+class RetrievalSettings(Section):
+    """Knobs of the retrieval service: index choice, limits, fusion, reranking."""
+
+    flat_max_vectors: int = Field(50_000, ge=0, le=1_000_000_000)
+    """Collections with fewer indexed vectors than this use the exact ``IndexFlatIP``."""
+    large_index: Literal["hnsw", "ivfpq"] = "hnsw"
+    """Approximate index above ``flat_max_vectors``: ``IndexHNSWFlat`` or ``IndexIVFPQ``."""
+    hnsw_m: int = Field(32, ge=4, le=256)
+    """HNSW graph degree (links per node); higher = better recall, more memory."""
+    hnsw_ef_construction: int = Field(80, ge=8, le=4096)
+    """HNSW candidate list size while building."""
+    hnsw_ef_search: int = Field(128, ge=8, le=4096)
+    """HNSW candidate list size while searching (raised to the depth when smaller)."""
+    ivf_nlist: int | None = Field(None, ge=1, le=1_000_000)
+    """IVF cells; null picks 4·sqrt(vectors)."""
+    ivf_nprobe: int = Field(16, ge=1, le=65_536)
+    """IVF cells visited per query."""
+    pq_subquantizers: int = Field(48, ge=1, le=512)
+    """Product-quantizer sub-vectors (must divide the embedding dimension)."""
+    use_gpu: bool = True
+    """Put the dense index on the GPU(s) when FAISS sees one."""
+    max_top_k: int = Field(100, ge=1, le=10_000)
+    """Largest ``top_k`` a search may ask for."""
+    max_query_chars: int = Field(2_000, ge=1, le=1_000_000)
+    """Longest query accepted, in characters."""
+    max_searches_per_request: int = Field(64, ge=1, le=100_000)
+    """Most searches in one ``BatchSearch``."""
+    max_entries_per_request: int = Field(1_000, ge=1, le=1_000_000)
+    """Most entries in one ``Upsert``, and ids in one ``Delete`` (a bigger ingest is split
+    by the client)."""
+    max_question_chars: int = Field(2_000, ge=1, le=1_000_000)
+    """Longest KB entry question accepted, in characters."""
+    max_answer_chars: int = Field(20_000, ge=1, le=10_000_000)
+    """Longest KB entry answer accepted, in characters."""
+    max_chunk_chars: int = Field(20_000, ge=1, le=10_000_000)
+    """Longest chunk text of a KB entry accepted, in characters."""
+    max_title_chars: int = Field(1_000, ge=1, le=1_000_000)
+    """Longest chunk title accepted, in characters."""
+    max_chunks_per_item: int = Field(256, ge=1, le=100_000)
+    """Most chunks in one KB entry."""
+    max_metadata_per_item: int = Field(64, ge=0, le=10_000)
+    """Most metadata keys in one KB entry."""
+    max_metadata_value_chars: int = Field(2_000, ge=1, le=1_000_000)
+    """Longest metadata value of a KB entry, in characters (keys: ``server.max_id_chars``)."""
+    candidate_depth: int = Field(100, ge=1, le=100_000)
+    """Entries each retriever contributes to fusion (at least ``top_k``)."""
+    rrf_k: int = Field(60, ge=1, le=10_000)
+    """Reciprocal rank fusion constant: score = Σ 1 / (k + rank)."""
+    bm25_k1: float = Field(1.5, ge=0.0, le=10.0)
+    """BM25 term-frequency saturation."""
+    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
+    """BM25 length normalisation."""
+    rerank_head: int = Field(20, ge=1, le=1_000)
+    """How many fused hits the reranker re-orders when a search asks for it."""
+    rerank_enabled: bool = True
+    """Serve ``rerank=true`` searches with the profile's reranker (loaded on first use)."""
+    chunk_size_chars: int = Field(1_000, ge=50, le=100_000)
+    """Ingest splits long documents into sentence-aligned chunks of at most this many
+    characters (the title is not counted)."""
+    embed_batch_size: int = Field(32, ge=1, le=4_096)
+    """Texts per embedder forward pass."""
+    compact_dead_fraction: float = Field(0.25, gt=0.0, le=1.0)
+    """Rebuild the dense index when this share of its rows are deleted or replaced."""
+    snapshot_every_changes: int = Field(1_000, ge=1, le=10_000_000)
+    """Write index snapshots after this many logged changes (and on close)."""
+    verifier: Literal["local", "service", "none"] = "local"
+    """Who checks, at upsert, that an entry's supporting chunks entail its answer:
+    ``local`` the profile's entailment cascade in this process (loaded at the first
+    upsert that needs it), ``service`` the entailment service at ``verifier_address``,
+    ``none`` nobody (entries with supporting documents are stored unverified and never
+    served until ``tribunal kb verify`` checks them)."""
+    verifier_address: str = ""
+    """``verifier: service``: the entailment service's ``host:port``."""
+    verdict_cache: Path | None = None
+    """SQLite file of verification verdicts by (answer, chunks, checker version), so a
+    re-ingested entry is not checked again; null: ``data_dir/retrieval/verdict-cache.sqlite3``."""
+    deployment: DeploymentSettings = DeploymentSettings()
+    """Ray Serve deployment options."""

@@ -1,1 +1,0 @@
-"""Metrics and evaluation runners on the development data sets."""

@@ -1,0 +1,23 @@
+"""A model-free Serve application recording the gateway's metrics (test_metrics_ray)."""
+
+from __future__ import annotations
+
+from ray import serve
+from tribunal.core.server import in_serve_replica
+from tribunal.gateway._metrics import record_decision
+
+
+@serve.deployment(name="gateway")
+class DecisionRecorder:
+    """Records what an Answer and a Label decision record, or fails when asked."""
+
+    def record(self, fail: bool) -> bool:
+        if fail:
+            raise ValueError("asked to fail: Serve counts this request as an error")
+        record_decision("answer", "FALLBACK", "STAGE_TIMEOUT", {"retrieval": 12.0, "ensemble": 80})
+        record_decision("answer", "ACCEPT", "", {"retrieval": 9.0})
+        record_decision("label", "ESCALATED", "JUDGES_DISAGREE", {"ensemble": 30.0})
+        return in_serve_replica()
+
+
+app = DecisionRecorder.bind()

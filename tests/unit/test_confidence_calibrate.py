@@ -1,0 +1,244 @@
+"""Calibrating on labelled traffic: the monotone calibrator, the grouped split, the
+certified artifact, its binding (refused on another KB, matcher or embedder), and the
+not-certified state."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tribunal.confidence import (
+    CalibrationBinding,
+    CalibrationConfig,
+    CalibratorArtifact,
+    ConfidenceScorer,
+    Decision,
+    MonotoneCalibrator,
+    ObservedCandidate,
+    RequestVersions,
+    Signals,
+    ThresholdStatus,
+    Traffic,
+    calibrate,
+    read_traffic,
+    split_traffic,
+    write_calibration_report,
+)
+from tribunal.core import FailedPreconditionError, InvalidArgumentError
+
+BINDING = CalibrationBinding(
+    collection="faq",
+    collection_version="kb-0123456789abcdef",
+    entries=40,
+    matcher="features:mf-aaaaaaaaaaaa",
+    embedder="all-minilm-l6-v2@53aa51172d14",
+    profile="tiny",
+    candidates=2,
+)
+
+
+def _traffic(n_groups: int = 120, per_group: int = 3, seed: int = 0) -> tuple[Traffic, list]:
+    """Queries in groups (paraphrases of one FAQ question); two candidates each: the right
+    entry or a wrong one first, with a P(match) that rises with being right."""
+    rng = np.random.default_rng(seed)
+    queries, observed = [], []
+    from tribunal.confidence import LabelledQuery
+
+    for g in range(n_groups):
+        right = f"e{g}"
+        answerable = g % 10 != 0  # a tenth of the questions has no answer in the KB
+        for p in range(per_group):
+            answers = frozenset({right}) if answerable else frozenset()
+            queries.append(LabelledQuery(f"q{g}-{p}", answers, f"answers:{right}"))
+            quality = rng.beta(5, 2) if answerable and rng.random() < 0.75 else rng.beta(2, 4)
+            first = right if quality > 0.5 and answerable else f"x{g}-{p}"
+            candidates = [
+                ObservedCandidate(
+                    first,
+                    Signals(
+                        ensemble_p_match=float(np.clip(quality + rng.normal(0, 0.05), 0, 1)),
+                        retrieval_rank=1,
+                        dense_score=float(np.clip(quality * 0.8 + rng.normal(0, 0.1), -1, 1)),
+                        sparse_score=float(rng.uniform(0, 30)),
+                    ),
+                ),
+                ObservedCandidate(
+                    f"y{g}-{p}",
+                    Signals(
+                        ensemble_p_match=float(rng.beta(1, 6)),
+                        retrieval_rank=2,
+                        dense_score=float(rng.uniform(0, 0.5)),
+                    ),
+                ),
+            ]
+            observed.append(candidates)
+    return Traffic(tuple(queries), "sha-of-traffic", "traffic.jsonl"), observed
+
+
+def test_monotone_weights_are_never_negative_and_inputs_are_clamped() -> None:
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 300)
+    # dense_score is anti-correlated with the label here: its weight is held at 0.
+    signals = [
+        Signals(
+            ensemble_p_match=float(np.clip(0.3 + 0.4 * y + rng.normal(0, 0.15), 0, 1)),
+            dense_score=float(0.8 - 0.3 * y + rng.normal(0, 0.05)),
+            retrieval_rank=int(rng.integers(1, 4)),
+        )
+        for y in labels
+    ]
+    calibrator = MonotoneCalibrator().fit(signals, labels)
+    weights = calibrator.weights()
+    assert set(weights) == {"ensemble_p_match", "retrieval_reciprocal_rank", "dense_score"}
+    assert min(weights.values()) >= 0.0
+    assert weights["dense_score"] == pytest.approx(0.0, abs=1e-6)
+    assert weights["ensemble_p_match"] > 0.5
+    high = Signals(ensemble_p_match=0.9, dense_score=calibrator.high_[2], retrieval_rank=1)
+    far = Signals(ensemble_p_match=0.9, dense_score=1e6, retrieval_rank=1)
+    assert calibrator.predict([far])[0] == calibrator.predict([high])[0]
+    # A higher P(match) never lowers the confidence.
+    grid = [
+        Signals(ensemble_p_match=p, dense_score=0.5, retrieval_rank=2)
+        for p in np.linspace(0, 1, 21)
+    ]
+    assert np.all(np.diff(calibrator.predict(grid)) >= 0)
+
+
+def test_split_keeps_groups_whole_and_is_seeded() -> None:
+    traffic, _ = _traffic()
+    split = split_traffic(traffic.queries, holdout_fraction=0.3, fit_fraction=0.4, seed=3)
+    parts = {
+        name: {traffic.queries[i].group for i in getattr(split, name)}
+        for name in ("fit", "risk", "holdout")
+    }
+    assert not parts["fit"] & parts["risk"]
+    assert not parts["fit"] & parts["holdout"]
+    assert not parts["risk"] & parts["holdout"]
+    assert sum(split.sizes().values()) == len(traffic)
+    assert 0.25 < split.sizes()["holdout"] / len(traffic) < 0.35
+    again = split_traffic(traffic.queries, holdout_fraction=0.3, fit_fraction=0.4, seed=3)
+    assert np.array_equal(split.holdout, again.holdout)
+
+
+def test_reading_traffic_refuses_bad_lines(tmp_path: Path) -> None:
+    good = tmp_path / "t.jsonl"
+    good.write_text('{"query": "a?", "answers": ["e1", "e2"]}\n{"query": "b?", "answers": []}\n')
+    traffic = read_traffic(good)
+    assert traffic.queries[0].answers == frozenset({"e1", "e2"})
+    assert traffic.queries[1].group.startswith("query:")
+    assert traffic.answerable == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "a?", "answers": "e1"}\n')
+    with pytest.raises(
+        InvalidArgumentError, match=r"bad.jsonl:1: 'answers' must be a list"
+    ) as info:
+        read_traffic(bad)
+    assert info.value.field == "answers"
+
+
+@pytest.fixture(scope="module")
+def calibrated() -> object:
+    traffic, observed = _traffic()
+    config = CalibrationConfig(alphas=(0.05, 0.1, 0.2), delta=0.1, method="ltt")
+    return calibrate(traffic, observed, config, BINDING, created="2026-12-01T00:00:00+00:00")
+
+
+def test_calibration_certifies_on_the_risk_split_and_reports_the_heldout(
+    calibrated: object,
+) -> None:
+    result = calibrated
+    artifact = result.artifact  # type: ignore[attr-defined]
+    report = result.report  # type: ignore[attr-defined]
+    assert artifact.binding == BINDING
+    assert artifact.calibrator.kind == "monotone"
+    assert [t.method for t in artifact.thresholds] == ["ltt"] * 3
+    certified = [t for t in artifact.thresholds if t.certified]
+    assert certified, "a clean synthetic set certifies at least one alpha"
+    for item in report["per_alpha"]:
+        if item["threshold"] is None:
+            continue
+        assert item["upper_bound"] <= item["alpha"]
+        held = item["heldout"]
+        assert held["n"] == report["traffic"]["split"]["holdout"]
+    # The curve is what the report's plot draws: coverage grows as the threshold falls.
+    curve = report["curves"]["heldout"]
+    assert curve["coverage"] == sorted(curve["coverage"])
+
+
+def test_artifact_round_trips_with_its_binding(calibrated: object, tmp_path: Path) -> None:
+    artifact = calibrated.artifact  # type: ignore[attr-defined]
+    path = artifact.save(tmp_path / "calibrator.json")
+    loaded = CalibratorArtifact.load(path)
+    assert loaded.version == artifact.version
+    assert loaded.binding == BINDING
+    probe = [c.signals for c in _traffic(5, 1, seed=9)[1][0]]
+    assert np.array_equal(loaded.predict(probe), artifact.predict(probe))
+    # Same inputs and creation time: the same bytes.
+    again = calibrate(
+        *_traffic(), CalibrationConfig(), BINDING, created="2026-12-01T00:00:00+00:00"
+    )
+    assert again.artifact.save(tmp_path / "again.json").read_bytes() == path.read_bytes()
+
+
+def test_artifact_is_refused_when_the_kb_or_matcher_changes(calibrated: object) -> None:
+    artifact = calibrated.artifact  # type: ignore[attr-defined]
+    scorer = ConfidenceScorer(artifact, alpha=0.2, embedder=BINDING.embedder)
+    probe = Signals(ensemble_p_match=0.9, retrieval_rank=1, dense_score=0.7)
+    same = RequestVersions(BINDING.collection_version, BINDING.matcher)
+    assert scorer.score(probe, versions=same).calibrator_version == artifact.version
+    with pytest.raises(
+        FailedPreconditionError, match="tribunal calibrate --collection faq"
+    ) as info:
+        scorer.score(probe, versions=RequestVersions("kb-ffffffffffffffff", BINDING.matcher))
+    assert info.value.field == "collection_version"
+    with pytest.raises(FailedPreconditionError, match="matcher") as info:
+        scorer.score_many(
+            [probe], versions=[RequestVersions(BINDING.collection_version, "features:mf-b")]
+        )
+    assert info.value.field == "items[0].matcher_version"
+    with pytest.raises(FailedPreconditionError, match="scoring 2 candidate"):
+        scorer.score(probe, versions=replace(same, candidates=1))
+    with pytest.raises(FailedPreconditionError, match="retrieval embedder"):
+        ConfidenceScorer(artifact, alpha=0.2, embedder="all-mpnet-base-v2@78c0197b6159")
+
+
+def test_no_certified_threshold_is_a_state_not_an_error(calibrated: object) -> None:
+    artifact = calibrated.artifact  # type: ignore[attr-defined]
+    uncertified = replace(
+        artifact,
+        thresholds=tuple(
+            replace(t, threshold=None, upper_bound=None, accepted=0, errors=0)
+            for t in artifact.thresholds
+        ),
+    )
+    scorer = ConfidenceScorer(uncertified, alpha=0.1)
+    result = scorer.score(Signals(ensemble_p_match=0.99, retrieval_rank=1, dense_score=0.9))
+    assert result.status is ThresholdStatus.NOT_CERTIFIED
+    assert result.decision is Decision.FALLBACK
+    assert math.isinf(result.threshold)
+    assert 0.0 < result.confidence <= 1.0  # still measured (and audited by the gateway)
+    plain = ConfidenceScorer(uncertified, alpha=0.1, plain_threshold=0.5)
+    assert (
+        plain.score(Signals(ensemble_p_match=0.99, retrieval_rank=1, dense_score=0.9)).status
+        is ThresholdStatus.PLAIN
+    )
+
+
+def test_report_files_are_written(calibrated: object, tmp_path: Path) -> None:
+    written = write_calibration_report(calibrated, tmp_path)  # type: ignore[arg-type]
+    names = {p.name for p in written}
+    assert {"calibration-report.json", "calibration-report.md"} <= names
+    table = (tmp_path / "calibration-report.md").read_text()
+    assert "| 0.1 |" in table
+    assert "Bound to collection `faq` kb-0123456789abcdef" in table
+    if "hallucination-coverage.png" in names:
+        assert (tmp_path / "hallucination-coverage.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_calibration_refuses_misaligned_observations() -> None:
+    traffic, observed = _traffic(10, 2)
+    with pytest.raises(InvalidArgumentError, match="observed candidate lists"):
+        calibrate(traffic, observed[:-1], CalibrationConfig(), BINDING)
