@@ -5,9 +5,11 @@
 without evidence, some verified by a checker version the gateway does not
 trust), starts the retrieval, ensemble and confidence services as separate
 processes (``tribunal serve``) and a gateway dialling them, then drives
-``Answer`` with a closed loop of real user paraphrases and off-topic questions
-while a chaos thread SIGSTOPs a random stage for a few seconds, or SIGKILLs it
-and starts it again. Afterwards every ACCEPT in the audit store is checked
+``Answer`` with an open loop (Poisson arrivals at ``--rate``, so an outage gets
+its share of the requests, not all of them) of real user paraphrases and
+off-topic questions while a chaos thread SIGSTOPs a random stage for 1-15 s
+(past the 10 s stage timeouts of retrieval and confidence), or SIGKILLs it and
+starts it again. Afterwards every ACCEPT in the audit store is checked
 against the KB store: the entry it served must have a passing verification by
 the checker version the gateway is configured with, and the served answer's
 sha256 must be the stored one. The JSON summary (decisions, chaos events,
@@ -36,7 +38,7 @@ from tribunal.retrieval import KnowledgeBase, VerificationVerdict, answer_sha256
 
 from ._grpc import GatewayClient
 from ._report import plot, summarize
-from ._runner import run_closed
+from ._runner import run_open
 from .verified_kb import LEXICAL_CHECKER, verified_faq_entries
 
 __all__ = ["main"]
@@ -205,19 +207,19 @@ class StageProcesses:
 def chaos(
     stages: StageProcesses, stop: threading.Event, seed: int, every_s: float
 ) -> list[dict[str, Any]]:
-    """Until ``stop``: every ``every_s`` seconds pause a random stage 1-6 s, or kill it
-    and start it again (a third of the events). The events, timed from the start."""
+    """Until ``stop``: every ``every_s`` seconds pause a random stage 1-15 s, or kill it
+    and start it again (a quarter of the events). The events, timed from the start."""
     rng = random.Random(seed)
     events: list[dict[str, Any]] = []
     started = time.perf_counter()
     while not stop.wait(every_s):
         stage = rng.choice(STAGES)
         at = round(time.perf_counter() - started, 2)
-        if rng.random() < 1 / 3:
+        if rng.random() < 1 / 4:
             stages.kill_and_restart(stage)
             events.append({"t": at, "stage": stage, "event": "SIGKILL, restarted"})
         else:
-            seconds = rng.uniform(1.0, 6.0)
+            seconds = rng.uniform(1.0, 15.0)
             stages.signal(stage, signal.SIGSTOP)
             stop.wait(seconds)
             stages.signal(stage, signal.SIGCONT)
@@ -261,8 +263,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m loadtest.faults", description=__doc__)
     parser.add_argument("--requests", type=int, default=1200)
     parser.add_argument("--duration", type=float, default=3000.0, help="cap, seconds")
-    parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--chaos-every", type=float, default=8.0, help="seconds between events")
+    parser.add_argument("--rate", type=float, default=2.5, help="requests/s (Poisson)")
+    parser.add_argument("--chaos-every", type=float, default=12.0, help="seconds between events")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", type=Path, default=_SHARED, help="the covid-qa folder")
     parser.add_argument("--database-url", default="", help="audit store (default SQLite)")
@@ -295,11 +297,13 @@ def _drive(
     )
     chaos_thread.start()
     try:
-        samples, wall = run_closed(
+        samples, wall = run_open(
             client.answer_call(asked),
-            concurrency=args.concurrency,
+            rate=args.rate,
             requests=args.requests,
             duration_s=args.duration,
+            seed=args.seed,
+            drain_s=90.0,
         )
     finally:
         stop.set()
@@ -338,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = len(db.decisions(kind="answer", limit=1_000_000))
     finally:
         db.close()
-    summary = summarize(samples, wall, {"scenario": "faults", "concurrency": args.concurrency})
+    summary = summarize(samples, wall, {"scenario": "faults", "mode": "open", "rate": args.rate})
     summary.update(
         kb=kb_counts,
         chaos_events=events,

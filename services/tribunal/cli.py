@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
+from .commands import ask as ask_commands
 from .commands import audit as audit_commands
 from .commands import calibrate as calibrate_commands
 from .commands import confidence as confidence_commands
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_commands.register(sub)
     audit_commands.register(sub)
     demo_commands.register(sub)
+    ask_commands.register(sub)
     ensemble_commands.register(sub)
     ops_commands.register(sub)
     label_commands.register(sub)

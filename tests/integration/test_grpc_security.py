@@ -1,22 +1,32 @@
-"""TLS, mutual TLS and the bearer token on a real ServiceHost; health stays open for probes."""
+"""TLS, mutual TLS, credentials and roles on a real ServiceHost; health stays open for probes.
+
+A credentials file gives each caller a name and a role: without a credential a call is
+UNAUTHENTICATED, a ``query`` credential on ``Upsert`` is PERMISSION_DENIED, and the
+servicer learns who called (the KB change audit records it). During a rotation the old
+and the new token both work until the old one is removed from the file.
+"""
 
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from pydantic import ValidationError
 from tribunal.core import ServerSettings
-from tribunal.core.server import ServiceHost
-from tribunal.v1 import confidence_pb2, confidence_pb2_grpc
+from tribunal.core.server import ServiceBinding, ServiceHost, caller_of, token_sha256
+from tribunal.v1 import confidence_pb2, confidence_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
 
 from tests.integration._test_service import binding
 
-TOKEN = "s3cret-token"
+pytestmark = pytest.mark.security
+
+TOKEN = "s3cret-token-of-the-admin"
 
 
 def _certificate(folder: Path, name: str) -> tuple[Path, Path]:
@@ -34,9 +44,9 @@ def _certificate(folder: Path, name: str) -> tuple[Path, Path]:
     return cert, key
 
 
-def _host(**server: object) -> Iterator[int]:
+def _host(*bindings: ServiceBinding, **server: object) -> Iterator[int]:
     settings = ServerSettings(port=0, metrics_port=None, grace_seconds=0.5, **server)  # type: ignore[arg-type]
-    host = ServiceHost(settings, name="secured", bindings=[binding()])
+    host = ServiceHost(settings, name="secured", bindings=list(bindings) or [binding()])
     port = host.start()
     assert host.wait_until_ready(10)
     try:
@@ -94,3 +104,102 @@ def test_tls_and_mutual_tls(tmp_path: Path) -> None:
 def test_half_a_tls_configuration_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="go together"):
         ServerSettings(tls_cert_file=tmp_path / "a.pem")
+
+
+class RecordingRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
+    """Answers Upsert and Search, remembering who called (the KB is not the point here)."""
+
+    def __init__(self) -> None:
+        self.callers: list[str] = []
+
+    def Upsert(
+        self, request: retrieval_pb2.UpsertRequest, context: grpc.ServicerContext
+    ) -> retrieval_pb2.UpsertResponse:
+        self.callers.append(caller_of(context).name)
+        return retrieval_pb2.UpsertResponse(upserted=len(request.entries))
+
+    def Search(
+        self, request: retrieval_pb2.SearchRequest, context: grpc.ServicerContext
+    ) -> retrieval_pb2.SearchResponse:
+        self.callers.append(caller_of(context).name)
+        return retrieval_pb2.SearchResponse(request_id=request.request_id)
+
+
+def _credentials(path: Path, **tokens: tuple[str, str]) -> Path:
+    """Write ``name=(role, token)`` credentials, stored as the tokens' sha256."""
+    entries = [
+        {"name": name, "role": role, "token_sha256": token_sha256(token)}
+        for name, (role, token) in tokens.items()
+    ]
+    path.write_text(yaml.safe_dump({"credentials": entries}), encoding="utf-8")
+    return path
+
+
+def _as(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+def test_roles_unauthenticated_then_permission_denied(tmp_path: Path) -> None:
+    servicer = RecordingRetrieval()
+    mounted = ServiceBinding(
+        "tribunal.v1.RetrievalService",
+        lambda server: retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(  # type: ignore[no-untyped-call]
+            servicer, server
+        ),
+    )
+    path = _credentials(
+        tmp_path / "credentials.yaml",
+        reader=("query", "reader-token-0123456789"),
+        editor=("admin", "editor-token-0123456789"),
+    )
+    for port in _host(mounted, credentials_file=path):
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            upsert = retrieval_pb2.UpsertRequest(collection="faq")
+            search = retrieval_pb2.SearchRequest(collection="faq", query="q", top_k=1)
+            with pytest.raises(grpc.RpcError) as missing:
+                stub.Upsert(upsert, timeout=5)
+            assert missing.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(grpc.RpcError) as denied:
+                stub.Upsert(upsert, timeout=5, metadata=_as("reader-token-0123456789"))
+            assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert "needs an admin credential" in denied.value.details()
+            stub.Search(search, timeout=5, metadata=_as("reader-token-0123456789"))
+            stub.Upsert(upsert, timeout=5, metadata=_as("editor-token-0123456789"))
+    # The refused calls never reached the servicer; the others name their caller.
+    assert servicer.callers == ["reader", "editor"]
+
+
+def test_old_and_new_credential_both_work_during_rotation(tmp_path: Path) -> None:
+    path = _credentials(tmp_path / "credentials.yaml", gateway_1=("query", "old-token-0123456789"))
+    for port in _host(credentials_file=path):
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            assert _score(channel, _as("old-token-0123456789")) == 0.25
+            # Step 1: the new credential is added next to the old one; no restart.
+            _credentials(
+                path,
+                gateway_1=("query", "old-token-0123456789"),
+                gateway_2=("query", "new-token-0123456789"),
+            )
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    assert _score(channel, _as("new-token-0123456789")) == 0.25
+                    break
+                except grpc.RpcError:
+                    assert time.monotonic() < deadline, "the new credential was never accepted"
+                    time.sleep(0.2)
+            assert _score(channel, _as("old-token-0123456789")) == 0.25
+            # Step 2: the old one is removed; it stops working, the new one goes on.
+            _credentials(path, gateway_2=("query", "new-token-0123456789"))
+            deadline = time.monotonic() + 10
+            code = None
+            while code is None:
+                try:
+                    _score(channel, _as("old-token-0123456789"))
+                except grpc.RpcError as exc:
+                    code = exc.code()
+                assert time.monotonic() < deadline, "the old credential was never dropped"
+                time.sleep(0.2)
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+            assert _score(channel, _as("new-token-0123456789")) == 0.25

@@ -1,9 +1,9 @@
 """The review page in a real headless Chromium (Debian's, driven by Playwright).
 
 Two escalations with a debate history and one attention check on a fresh store
-(SQLite and PostgreSQL); an annotator labels them with the keyboard and the votes
-are read back from ``review_votes``. Set ``REVIEW_SCREENSHOT=docs/img/review.png``
-to refresh the README's screenshot.
+(SQLite and PostgreSQL); an annotator signs in with their key and labels them with
+the keyboard, and the votes are read back from ``review_votes``. Set
+``REVIEW_SCREENSHOT=docs/img/review.png`` to refresh the README's screenshot.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import pytest
 from sqlalchemy import select
 from tribunal.core.storage import Database
 from tribunal.jobs._review import ReviewQueue, load_attention
+from tribunal.jobs._review_annotators import AnnotatorRegistry
 from tribunal.jobs._review_tables import ReviewVoteRow
-from tribunal.jobs._review_web import review_server
+from tribunal.jobs._review_web import CSRF_HEADER, SESSION_COOKIE, review_server
 
 from tests.integration._review_items import (
     ATTENTION,
@@ -41,6 +42,8 @@ class Site:
     url: str
     db: Database
     escalations: list[str]
+    key: str
+    """rita's annotator key."""
 
 
 @pytest.fixture
@@ -52,6 +55,7 @@ def site(database_url: str, tmp_path: Path) -> Iterator[Site]:
     # seed 1: "rita"'s draws are 0.938, 0.017, 0.796 against the 0.2 rate, so she gets
     # the first escalation, the attention check, then the second escalation.
     queue = ReviewQueue(db, attention=attention, attention_rate=0.2, seed=1)
+    key = AnnotatorRegistry(db).add("rita")
     server, sock = review_server(queue, host="127.0.0.1", port=0)
     port = sock.getsockname()[1]
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -62,7 +66,7 @@ def site(database_url: str, tmp_path: Path) -> Iterator[Site]:
         assert time.monotonic() < deadline, "the review server did not start in 20 s"
         time.sleep(0.05)
     try:
-        yield Site(f"http://127.0.0.1:{port}", db, escalations)
+        yield Site(f"http://127.0.0.1:{port}", db, escalations, key)
     finally:
         server.should_exit = True
         thread.join(timeout=10)
@@ -103,9 +107,10 @@ def test_label_items_with_the_keyboard(site: Site, tmp_path: Path) -> None:
                 page.locator("#query"),
                 page.locator("#progress"),
             )
-            expect(message).to_have_text("Enter your name to start.")
-            page.fill("#annotator", "rita")
-            page.press("#annotator", "Enter")
+            expect(message).to_have_text("Sign in with your annotator key to start.")
+            page.fill("#key", site.key)
+            page.press("#key", "Enter")
+            expect(page.locator("#name")).to_have_text("rita")
 
             # Item 1: the first escalation, both agents' quotes highlighted.
             expect(query).to_have_text(ESCALATIONS[0].query)
@@ -161,9 +166,9 @@ def test_label_items_with_the_keyboard(site: Site, tmp_path: Path) -> None:
                 "The queue is empty: nothing is left for you to label. Thank you!"
             )
 
-            # The name is remembered across a reload.
+            # The sign-in survives a reload (an HttpOnly cookie: the script never sees it).
             page.reload()
-            expect(page.locator("#annotator")).to_have_value("rita")
+            expect(page.locator("#name")).to_have_text("rita")
             expect(progress).to_have_text("3 labelled")
             expect(message).to_contain_text("The queue is empty")
         finally:
@@ -173,10 +178,15 @@ def test_label_items_with_the_keyboard(site: Site, tmp_path: Path) -> None:
     assert screenshot.stat().st_size > 10_000
 
 
-def _request(url: str, data: bytes | None = None, content_type: str = "") -> tuple[int, dict]:
+def _request(
+    url: str, data: bytes | None = None, content_type: str = "", key: str = ""
+) -> tuple[int, dict]:
     request = urllib.request.Request(url, data=data, method="POST" if data else "GET")
     if content_type:
         request.add_header("Content-Type", content_type)
+    request.add_header(CSRF_HEADER, "1")
+    if key:
+        request.add_header("Cookie", f"{SESSION_COOKIE}={key}")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -190,22 +200,24 @@ def test_api_refuses_bad_requests_and_hides_attention(site: Site) -> None:
         csp = response.headers["Content-Security-Policy"]
     assert "script-src 'sha256-" in csp
     assert "frame-ancestors 'none'" in csp
-    vote = json.dumps({"annotator": "ann", "item": e1, "label": "relevant"}).encode()
-    assert _request(site.url + "/api/vote", vote, "text/plain") == (
+    vote = json.dumps({"item": e1, "label": "relevant"}).encode()
+    assert _request(site.url + "/api/vote", vote, "text/plain", site.key) == (
         415,
-        {"error": "send the vote as application/json"},
+        {"error": "send the body as application/json"},
     )
-    status, body = _request(site.url + "/api/next?annotator=")
-    assert (status, body["error"]) == (400, "annotator must be 1..128 characters, got 0")
-    bad = json.dumps({"annotator": "ann", "item": e1, "label": "yes"}).encode()
-    status, body = _request(site.url + "/api/vote", bad, "application/json")
+    status, body = _request(site.url + "/api/next")
+    assert status == 401
+    assert "add-annotator" in body["error"]
+    bad = json.dumps({"item": e1, "label": "yes"}).encode()
+    status, body = _request(site.url + "/api/vote", bad, "application/json", site.key)
     assert (status, body["field"]) == (400, "label")
-    assert _request(site.url + "/api/vote", vote, "application/json") == (
+    assert _request(site.url + "/api/vote", vote, "application/json", site.key) == (
         200,
         {"stored": True, "label": "relevant", "labelled": 1},
     )
-    assert _request(site.url + "/api/vote", vote, "application/json")[1]["stored"] is False
-    status, stats = _request(site.url + "/api/stats")
+    status, body = _request(site.url + "/api/vote", vote, "application/json", site.key)
+    assert status == 409
+    status, stats = _request(site.url + "/api/stats", key=site.key)
     assert status == 200
     assert stats["items"] == {"waiting": 1, "in_progress": 1, "done": 0}
-    assert stats["annotators"] == [{"annotator": "ann", "votes": 1}]
+    assert stats["annotators"] == [{"annotator": "rita", "votes": 1}]

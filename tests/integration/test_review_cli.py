@@ -15,6 +15,8 @@ import pytest
 from tribunal.cli import main
 from tribunal.core.storage import Database
 from tribunal.jobs._review import ReviewQueue, load_attention
+from tribunal.jobs._review_annotators import AnnotatorRegistry
+from tribunal.jobs._review_web import CSRF_HEADER, SESSION_COOKIE
 
 from tests.integration._review_items import seed_escalations, write_attention
 
@@ -22,6 +24,7 @@ from tests.integration._review_items import seed_escalations, write_attention
 def test_serve_listens_on_loopback_and_stops_on_ctrl_c(database_url: str, tmp_path: Path) -> None:
     db = Database(database_url)
     e1, _ = seed_escalations(db, 2)
+    key = AnnotatorRegistry(db).add("rita")
     checks = write_attention(tmp_path / "checks.jsonl")
     command = [
         sys.executable, "-m", "tribunal.cli", "review", "serve", "--database-url", database_url,
@@ -40,7 +43,11 @@ def test_serve_listens_on_loopback_and_stops_on_ctrl_c(database_url: str, tmp_pa
         deadline = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(url + "api/next?annotator=rita", timeout=5) as response:
+                request = urllib.request.Request(
+                    url + "api/next",
+                    headers={CSRF_HEADER: "1", "Cookie": f"{SESSION_COOKIE}={key}"},
+                )
+                with urllib.request.urlopen(request, timeout=5) as response:
                     body = json.loads(response.read())
                 break
             except OSError:

@@ -13,8 +13,7 @@ from tribunal.confidence import (
     markdown_report,
     split_rows,
 )
-from tribunal.core import InvalidArgumentError
-from tribunal.core import metrics
+from tribunal.core import InvalidArgumentError, metrics
 
 from tests.unit._confidence_data import synthetic_data
 

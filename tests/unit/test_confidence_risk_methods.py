@@ -17,10 +17,12 @@ from tribunal.confidence import (
     clopper_pearson_upper,
     hoeffding_bentkus_p_value,
     learn_then_test_threshold,
+    min_accepted_for,
     select_threshold,
     sgr_threshold,
     threshold_grid,
 )
+from tribunal.confidence._learn_then_test import start_count
 from tribunal.core import InvalidArgumentError
 
 DELTA = 0.1
@@ -42,12 +44,12 @@ def _draw(seed: int) -> tuple[np.ndarray, np.ndarray]:
 # (method, α) → (draws out of 200 where r(λ̂) ≤ α, draws that certified a threshold).
 EXPECTED = {
     ("clopper-pearson", 0.1): (189, 187),
-    ("ltt", 0.1): (190, 183),
-    ("ltt-hb", 0.1): (197, 183),
+    ("ltt", 0.1): (190, 189),
+    ("ltt-hb", 0.1): (197, 149),
     ("sgr", 0.1): (199, 101),
     ("clopper-pearson", 0.2): (189, 199),
-    ("ltt", 0.2): (187, 198),
-    ("ltt-hb", 0.2): (196, 198),
+    ("ltt", 0.2): (187, 200),
+    ("ltt-hb", 0.2): (196, 191),
     ("sgr", 0.2): (199, 200),
 }
 
@@ -109,6 +111,21 @@ def test_ltt_stops_at_the_first_grid_point_it_cannot_reject() -> None:
     chosen = learn_then_test_threshold(scores, correct, alpha=0.1, delta=DELTA)
     assert chosen.threshold == pytest.approx(0.52)
     assert (chosen.accepted, chosen.errors) == (100, 0)
+
+
+def test_ltt_starts_where_a_few_errors_can_still_pass() -> None:
+    # At α = 0.1, δ = 0.1 the sequence starts at 38 accepted (1 error still passes there),
+    # so one wrong answer among the 10 most confident does not end it.
+    assert start_count(0.1, DELTA, 300) == 38
+    assert start_count(0.1, DELTA, 30) == min_accepted_for(0.1, DELTA)  # too few: no errors
+    scores = np.linspace(1.0, 0.0, 300, endpoint=False)
+    correct = np.ones(300, dtype=int)
+    correct[[4, 150, 160, 170, 180, 190, 200, 210, 220, 230, 240]] = 0
+    chosen = learn_then_test_threshold(scores, correct, alpha=0.1, delta=DELTA)
+    scan = select_threshold(scores, correct, alpha=0.1, delta=DELTA, method="clopper-pearson")
+    assert chosen.threshold is not None
+    assert chosen.accepted > 100
+    assert scan.threshold is None  # the full scan stops at the early error
 
 
 def test_sgr_returns_nothing_when_every_tested_bound_is_above_alpha() -> None:

@@ -44,6 +44,28 @@ def test_balanced_accuracy_and_class_recalls() -> None:
     assert balanced_accuracy(truth, pred) == 0.5
 
 
+def test_balanced_accuracy_is_scikit_learns_without_its_warnings() -> None:
+    """Computed in numpy (a bootstrap calls it ~10⁴ times); same value as scikit-learn,
+    also on one-class resamples, where scikit-learn warns and this stays quiet."""
+    import warnings
+
+    from sklearn.metrics import balanced_accuracy_score
+
+    rng = np.random.default_rng(3)
+    for size in (1, 5, 40):
+        truth, pred = rng.integers(0, 2, size), rng.integers(0, 2, size)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = balanced_accuracy_score(truth, pred)
+        assert balanced_accuracy(truth, pred) == pytest.approx(expected)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert balanced_accuracy([1, 1, 1], [1, 0, 0]) == pytest.approx(1 / 3)
+    assert math.isnan(balanced_accuracy([], []))
+    with pytest.raises(ValueError, match="expected 2 predictions"):
+        balanced_accuracy([1, 0], [1, 0, 1])
+
+
 def test_ece_of_perfectly_calibrated_bins_is_zero_and_of_overconfidence_is_the_gap() -> None:
     assert expected_calibration_error([1, 0, 1, 0], [0.5] * 4) == pytest.approx(0.0)
     assert expected_calibration_error([0, 0, 0, 0], [0.9] * 4) == pytest.approx(0.9)

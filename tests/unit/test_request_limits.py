@@ -102,7 +102,7 @@ def test_limits_name_the_field_and_the_setting() -> None:
         load_settings(retrieval={"max_chunks_per_item": 2}, server={"max_id_chars": 8})
     )
     entry = common_pb2.KbEntry(id="e", chunks=[common_pb2.Chunk(id="c", text="t")] * 3)
-    with pytest.raises(ResourceExhaustedError, match="the limit is 2") as many:
+    with pytest.raises(InvalidArgumentError, match="the limit is 2") as many:
         limits.check(retrieval_pb2.UpsertRequest(collection="faq", entries=[entry]))
     assert many.value.field == "entries[0].chunks"
     assert "retrieval.max_chunks_per_item" in many.value.message
@@ -124,6 +124,14 @@ def test_limits_name_the_field_and_the_setting() -> None:
             entailment_pb2.CheckQuotesRequest(quotes=[quote])
         )
     assert q.value.field == "quotes[0].quote"
+
+
+def test_a_batch_too_big_is_resource_exhausted() -> None:
+    limits = RequestLimits.from_settings(load_settings(gateway={"max_items_per_request": 2}))
+    item = gateway_pb2.LabelRequest(query="q", chunk="c")
+    with pytest.raises(ResourceExhaustedError, match="split the request") as caught:
+        limits.check(gateway_pb2.BatchLabelRequest(items=[item] * 3))
+    assert caught.value.field == "items"
 
 
 def test_a_request_within_every_limit_passes() -> None:

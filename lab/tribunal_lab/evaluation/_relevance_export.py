@@ -6,6 +6,8 @@ its test-split figures travel with it under ``metrics``. A single judge exports 
 one-feature logistic regression fitted on the selection split (Platt scaling in the
 feature's own units: logit(P(yes)), or the raw cosine), with its threshold and band
 carried through that increasing map, so it decides every item exactly as the sweep did.
+Every band the artifact records — the one applied and the one its test figures describe —
+is on that one scale, the calibrated probability ``p_relevant``.
 """
 
 from __future__ import annotations
@@ -120,6 +122,11 @@ def export_relevance(
     }
     version = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
     test = row["test"]
+    cascade = test.get("cascade")
+    if cascade is not None:
+        # The test figures were computed on the judge's own scale; the band they describe
+        # is recorded on the artifact's one scale, p_relevant (the same increasing map).
+        cascade = {**cascade, "band": dict(body["band"])}
     return {
         "format": ARTIFACT_FORMAT,
         "version": version,
@@ -137,6 +144,6 @@ def export_relevance(
             "n": report["split"]["test"]["n"],
             "balanced_accuracy": test["balanced_accuracy"],
             "auroc": test["auroc"],
-            "cascade": test.get("cascade"),
+            "cascade": cascade,
         },
     }

@@ -158,11 +158,14 @@ def _observe(
     from ..confidence import CalibrationBinding, embedder_version
     from ..gateway import AnswerPipeline
     from ..gateway._checks import AnswerPolicy
-    from ..gateway._stages import StageError
+    from ..core.server import ServiceHost
+    from ..gateway._stages import StageError, StageTransport
     from ..gateway._wiring import connect_stages, serve_stages
     from ..retrieval._verification import checker_version
     from ..v1 import gateway_pb2, retrieval_pb2
 
+    transport: StageTransport
+    host: ServiceHost | None
     if settings.gateway.discovery == "in-process":
         # Only the stages whose replies become signals: no entailment or debate models.
         transport, host = serve_stages(settings, ("retrieval", "ensemble"), name="calibrate")
@@ -434,7 +437,7 @@ def _review(path: Path | None) -> tuple[list[Any], list[Any]]:
     review = data.get("review", data)
 
     def links(items: list[dict[str, Any]]) -> list[Any]:
-        return [ReviewedLink.of(*item["pair"], item["reason"]) for item in items]
+        return [ReviewedLink.of(item["pair"][0], item["pair"][1], item["reason"]) for item in items]
 
     return links(review.get("rejected", [])), links(review.get("added", []))
 

@@ -1,4 +1,5 @@
-"""``tribunal demo`` and ``tribunal ask``: the end-to-end main job on the embedded defaults.
+"""``tribunal demo``: the end-to-end main job on the embedded defaults (``tribunal ask`` —
+:mod:`.ask` — shares its in-process settings).
 
 Ingests the COVID-QA FAQ into a collection, starts the gateway with every stage
 in this process (SQLite audit store, the profile's models), asks it a seeded
@@ -60,28 +61,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="accept at this fixed confidence instead, with no hallucination-rate guarantee",
     )
     parser.set_defaults(func=_demo)
-
-    ask = sub.add_parser(
-        "ask",
-        help="ask the gateway one question (a running one with --address, else in-process)",
-    )
-    ask.add_argument("query")
-    ask.add_argument("--address", default=None, help="host:port of a running gateway")
-    ask.add_argument("--collection", default="", help="default: gateway.collection")
-    ask.add_argument("--token", default=None, help="bearer token (server.auth_token)")
-    ask.add_argument("--timeout", type=float, default=None, help="deadline in seconds")
-    ask.add_argument("--profile", default=None, help="profile name or YAML path")
-    ask.add_argument("--json", action="store_true", help="print the response as JSON")
-    ask.add_argument(
-        "--alpha", type=float, default=0.1, help="in-process only: as for `tribunal demo`"
-    )
-    ask.add_argument(
-        "--plain-threshold",
-        type=_plain_threshold,
-        default=None,
-        help="in-process only: as for `tribunal demo`",
-    )
-    ask.set_defaults(func=_ask)
 
 
 def _certification(settings: Settings) -> str:
@@ -205,56 +184,6 @@ def _start_gateway(settings: Settings) -> tuple[ServiceHost, int]:
         raise host.load_error or RuntimeError("the gateway did not become ready")
     print(f"ready in {time.perf_counter() - started:.1f} s; audit store {settings.database_url}")
     return host, port
-
-
-def _ask(args: argparse.Namespace) -> int:
-    import grpc
-    from google.protobuf.json_format import MessageToDict
-
-    from ..v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
-
-    host = None
-    if args.address is None:
-        settings = _in_process_settings(args.profile, args.plain_threshold, args.alpha)
-        host, port = _start_gateway(settings)
-        address = f"127.0.0.1:{port}"
-    else:
-        settings, address = load_settings(args.profile), args.address
-    metadata = (("authorization", f"Bearer {args.token}"),) if args.token else None
-    try:
-        with grpc.insecure_channel(address) as channel:
-            stub = gateway_pb2_grpc.GatewayServiceStub(channel)  # type: ignore[no-untyped-call]
-            reply = stub.Answer(
-                gateway_pb2.AnswerRequest(query=args.query, collection=args.collection),
-                timeout=args.timeout or settings.gateway.deadline_s + 5,
-                metadata=metadata,
-            )
-    finally:
-        if host is not None:
-            host.stop(0)
-    if args.json:
-        print(json.dumps(MessageToDict(reply, preserving_proto_field_name=True), indent=2))
-        return 0
-    decision = common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_")
-    confidence = f"{reply.confidence:.3f}" if reply.HasField("confidence") else "-"
-    print(f"decision:   {decision}  (confidence {confidence}, threshold {reply.threshold:.3f})")
-    if reply.decision == common_pb2.DECISION_ACCEPT:
-        print(f"KB entry:   {reply.kb_entry_id} (KB version {reply.kb_version})")
-        checker = f", checker {reply.checker_version}" if reply.checker_version else ""
-        print(f"evidenced:  {reply.evidence_policy}{checker}; answer sha256 {reply.answer_sha256}")
-    else:
-        reason = gateway_pb2.FallbackReason.Name(reply.fallback_reason)
-        print(
-            f"reason:     {reason}"
-            + (f" (stage {reply.failed_stage})" if reply.failed_stage else "")
-        )
-    print(f"answer:     {reply.answer}")
-    for evidence in reply.evidence:
-        text = evidence.text[:120]
-        print(f"evidence:   [{evidence.chunk_id}] p_entail={evidence.p_entail:.2f} {text}")
-    print("latency ms: " + ", ".join(f"{s.stage} {s.milliseconds:.0f}" for s in reply.latencies))
-    print(f"audit id:   {reply.audit_id}")
-    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

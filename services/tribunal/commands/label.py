@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core import FailedPreconditionError, InvalidArgumentError, Settings, load_settings
 from ..gateway import LabelMode
+from . import _label_plan
 
 __all__ = ["register"]
 
@@ -124,11 +125,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     compare.add_argument("--profile", default=None)
     compare.set_defaults(func=_compare)
 
-    _register_aggregate(actions)
+    _register_more(actions, run)
 
 
-def _register_aggregate(actions: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """``label aggregate`` lives in its own module (human-label aggregation)."""
+def _register_more(
+    actions: argparse._SubParsersAction,  # type: ignore[type-arg]
+    run: argparse.ArgumentParser,
+) -> None:
+    """``label plan`` and ``run --plan`` (certified plans), ``label aggregate`` (human
+    labels): each lives in its own module."""
+    _label_plan.register(actions, run)
     name = f"{__package__}._label_aggregate"
     try:
         module = importlib.import_module(name)
@@ -236,21 +242,29 @@ def _run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     store = _store(settings)
     try:
-        mode = _open_job(args, settings, store)
+        plan = _label_plan.plan_for_run(args, store)
+        if plan is not None:
+            settings = _label_plan.apply_plan(settings, plan, str(args.plan or "PLAN"))
+        mode = _open_job(args, settings, store, plan)
         report = _label(args, settings, store, mode)
         print(report.text())
         if args.report is not None:
             args.report.parent.mkdir(parents=True, exist_ok=True)
             args.report.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        if plan is not None:
+            _label_plan.report_plan(store, args.job, plan, args.report)
         out = args.out or settings.data_dir / "jobs" / args.job
         _write_outputs(store, args.job, {name: out / file for name, file in _OUTPUTS.items()})
-        return 0 if report.remaining == 0 else 1
+        # Items other runners of the job are labelling are theirs to finish.
+        return 0 if report.remaining == report.held_by_others else 1
     finally:
         store.close()
 
 
-def _open_job(args: argparse.Namespace, settings: Settings, store: Any) -> str:
+def _open_job(args: argparse.Namespace, settings: Settings, store: Any, plan: Any = None) -> str:
     """Register the job (or check the one resumed) and add its items; returns the mode.
+
+    A job under a label ``plan`` runs in cascade mode and records the plan.
 
     Items are added on a resume too (idempotently): a job killed while its items were
     being inserted gets the rest.
@@ -265,7 +279,7 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any) -> str:
         limit = args.limit if args.limit is not None else described.get("limit")
         store.create_job(args.job, mode=mode, settings={}, source={}, resume=True)
     else:
-        mode = args.mode or settings.gateway.label_mode
+        mode = "cascade" if plan is not None else args.mode or settings.gateway.label_mode
         spec = _spec(args)
         limit = args.limit
     items = read_items(spec)[:limit]
@@ -275,7 +289,10 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any) -> str:
         store.create_job(
             args.job,
             mode=mode,
-            settings=_provenance(settings, mode),
+            settings={
+                **_provenance(settings, mode),
+                **(_label_plan.plan_provenance(plan, args.plan) if plan is not None else {}),
+            },
             source={**spec.describe(), "limit": limit},
         )
     # Items the pipeline would refuse are recorded as failed now, with the reason.

@@ -124,7 +124,7 @@ def _list(args: argparse.Namespace) -> int:
             print(f"{key:14} {'hub':10} {'-':>9}  {used_by:40} {spec.hf_id}")
             continue
         artifact = get_artifact(spec.artifact)
-        status = store.status(artifact)
+        status: str = store.status(artifact)
         if status == "missing" and artifact.optional:
             status = "optional"
         path = store.path_of(artifact)

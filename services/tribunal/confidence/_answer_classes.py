@@ -244,7 +244,9 @@ class AnswerClasses:
             method = data["method"]
 
             def reviewed(items: list[dict[str, Any]]) -> tuple[ReviewedLink, ...]:
-                return tuple(ReviewedLink.of(*i["pair"], i["reason"]) for i in items)
+                return tuple(
+                    ReviewedLink.of(i["pair"][0], i["pair"][1], i["reason"]) for i in items
+                )
 
             return cls(
                 kb=data["kb"],

@@ -34,6 +34,7 @@ _FIXED_COLUMNS: tuple[str, ...] = (
     "dense_score",
     "sparse_score",
     "ensemble_p_match",
+    "ensemble_p_match_margin",
     "entailment_p_entail",
     "entailment_p_contradict",
     "supporting_passages",

@@ -1,7 +1,8 @@
 """A logistic calibrator on signals that mean the same on every KB, monotone in each.
 
 :class:`MonotoneCalibrator` reads a few chosen signals — by default the
-matcher's P(match), the reciprocal retrieval rank and the dense cosine — and
+matcher's P(match), its margin over the query's other candidates, the reciprocal
+retrieval rank and the dense cosine — and
 not the collection-dependent magnitudes (raw BM25, a fused RRF score whose
 spread depends on the KB's size). A probability enters as its logit. Each
 weight is constrained to be ≥ 0, because for each of these signals the sign is
@@ -33,10 +34,12 @@ __all__ = ["PORTABLE_SIGNALS", "MonotoneCalibrator"]
 
 PORTABLE_SIGNALS: tuple[str, ...] = (
     "ensemble_p_match",
+    "ensemble_p_match_margin",
     "retrieval_reciprocal_rank",
     "dense_score",
 )
-"""The default columns: a probability, a rank and a cosine — the same scale on any KB."""
+"""The default columns: a probability, its margin over the other candidates, a rank and a
+cosine — the same scale on any KB."""
 
 
 def _is_probability(column: str) -> bool:

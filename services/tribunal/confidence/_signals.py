@@ -41,6 +41,7 @@ SIGNAL_FIELDS: tuple[str, ...] = (
     "debate",
     "debate_rounds",
     "extra",
+    "ensemble_p_match_margin",
 )
 SCALAR_FIELDS: tuple[str, ...] = tuple(
     name for name in SIGNAL_FIELDS if name not in ("judge_p_yes", "debate", "extra")
@@ -52,6 +53,7 @@ PROBABILITY_FIELDS: tuple[str, ...] = (
     "entailment_p_contradict",
 )
 _SCORE_FIELDS = ("retrieval_score", "dense_score", "sparse_score")
+_MARGIN_FIELDS = ("ensemble_p_match_margin",)
 _COUNT_FIELDS = ("retrieval_rank", "supporting_passages", "debate_rounds")
 
 
@@ -69,6 +71,16 @@ def _probability(value: float, where: str) -> float:
     if not 0.0 <= number <= 1.0:
         raise InvalidArgumentError(
             f"{where} must be a probability in [0, 1], got {number}", field=where
+        )
+    return number
+
+
+def _margin(value: float, where: str) -> float:
+    number = _finite(value, where)
+    if not -1.0 <= number <= 1.0:
+        raise InvalidArgumentError(
+            f"{where} must be a difference of probabilities in [-1, 1], got {number}",
+            field=where,
         )
     return number
 
@@ -126,6 +138,8 @@ class Signals:
     """Rounds the debate took."""
     extra: Mapping[str, float] = field(default_factory=dict)
     """Further named signals (finite numbers); names must be known to the calibrator."""
+    ensemble_p_match_margin: float | None = None
+    """P(match) of this candidate minus the best other candidate's, in [-1, 1]."""
 
     def __post_init__(self) -> None:
         # Frozen: normalised values are written once, here.
@@ -140,6 +154,10 @@ class Signals:
             value = getattr(self, name)
             if value is not None:
                 put(name, _probability(value, f"signals.{name}"))
+        for name in _MARGIN_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                put(name, _margin(value, f"signals.{name}"))
         for name in _COUNT_FIELDS:
             value = getattr(self, name)
             if value is not None:

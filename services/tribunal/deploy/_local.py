@@ -105,12 +105,13 @@ def start_local(
         ConfigError: ``grpc_host`` is neither loopback nor every interface (Serve can
             bind only those).
     """
+    temp_dir = temp_dir.resolve()
+    temp_dir.mkdir(parents=True, exist_ok=True)
+    # Before Ray is imported: its core library reads the auth mode when it loads.
+    _set_auth(auth, temp_dir)
     import ray
     from ray import serve
 
-    temp_dir = temp_dir.resolve()
-    temp_dir.mkdir(parents=True, exist_ok=True)
-    _set_auth(auth, temp_dir)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(
         num_cpus=int(num_cpus) if num_cpus is not None else None,

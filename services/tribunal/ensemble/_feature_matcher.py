@@ -1,10 +1,10 @@
 """The feature matcher: P(match) from embedding cosines and a fuzzy ratio, no LLM.
 
 ``ensemble.matcher: features`` serves ``Match``/``BatchMatch`` with this instead of the
-LLM judge panel. On the issue-7 matching set it is both cheaper (one embedder batch,
+LLM judge panel. On the 662-item matching set it is both cheaper (one embedder batch,
 the KB entries' vectors cached: ~4x less time per pair than the six-judge panel cold,
-~47x warm, ``bench/matcher.py``) and at least as accurate (docs/results.md, "Feature
-matcher in the product"). A result carries no
+~47x warm, ``bench/matcher.py``) and at least as accurate (docs/results/matching.md,
+"The feature matcher"). A result carries no
 judge verdicts; ``aggregator`` is ``features`` and ``artifact_version`` the artifact's.
 """
 

@@ -18,6 +18,10 @@ low == high sends nothing to the debate). The threshold and the band are chosen
 separately on the selection split (max balanced accuracy of all items vs of the kept
 ones), so the threshold need not lie inside the band. Every check failure is a
 :class:`ConfigError` that says what to fix.
+
+Every decision point is on one scale, the calibrated probability ``p_relevant``: the
+threshold, the band, and any band the figures under ``metrics`` name (``metrics.cascade.band``
+must equal ``band``, so the figures describe the band the judge applies).
 """
 
 from __future__ import annotations
@@ -187,6 +191,7 @@ class RelevanceArtifact:
         fitted_on, metrics = data.get("fitted_on", {}), data.get("metrics", {})
         if not isinstance(fitted_on, Mapping) or not isinstance(metrics, Mapping):
             raise _fail(source, "fitted_on and metrics must be JSON objects")
+        _check_metrics_band(metrics, low, high, source)
         artifact = object.__new__(cls)  # validated above: skip __post_init__'s re-check
         for key, value in (
             ("version", version),
@@ -309,3 +314,25 @@ def _decision_points(data: Mapping[str, Any], source: str) -> tuple[float, float
             f"low == high, sends nothing to the debate)",
         )
     return threshold, low, high
+
+
+def _check_metrics_band(metrics: Mapping[str, Any], low: float, high: float, source: str) -> None:
+    """A band the figures name is the band applied, on the p_relevant scale."""
+    cascade = metrics.get("cascade")
+    if not isinstance(cascade, Mapping) or "band" not in cascade:
+        return
+    band = cascade["band"]
+    if not isinstance(band, Mapping) or set(band) != {"low", "high"}:
+        raise _fail(source, 'metrics.cascade.band must be {"low": ..., "high": ...}')
+    named = (
+        _number(band["low"], "metrics.cascade.band.low", source),
+        _number(band["high"], "metrics.cascade.band.high", source),
+    )
+    same = math.isclose(named[0], low, abs_tol=1e-9) and math.isclose(named[1], high, abs_tol=1e-9)
+    if not same:
+        raise _fail(
+            source,
+            f"metrics.cascade.band is {named[0]}-{named[1]} but band is {low}-{high}: the "
+            "figures must describe the band applied, on the p_relevant scale (re-export the "
+            "artifact, or correct metrics.cascade.band)",
+        )

@@ -159,7 +159,7 @@ class AnswerPipeline:
         if not candidates:
             return self._fallback(trace, gateway_pb2.FALLBACK_REASON_UNVERIFIED)
         matches = self._match(trace, deadline, call_id, candidates)
-        signals = [_signals(hit, match) for hit, match in zip(candidates, matches, strict=True)]
+        signals = _candidate_signals(candidates, matches)
         versions = _versions(trace, matches, self.settings.candidates)
         try:
             self.policy.scorer.check_versions(versions)
@@ -200,7 +200,7 @@ class AnswerPipeline:
         matches = self._match(trace, deadline, call_id, candidates)
         return CandidateSignals(
             tuple(hit.entry.id for hit in candidates),
-            tuple(_signals(hit, match) for hit, match in zip(candidates, matches, strict=True)),
+            tuple(_candidate_signals(candidates, matches)),
             _versions(trace, matches, self.settings.candidates),
         )
 
@@ -537,6 +537,20 @@ def _audit_signals(
             record["confidence"] = scores[index].confidence
             record["decision"] = scores[index].decision.value.upper()
         trace.signals[hit.entry.id] = record
+
+
+def _candidate_signals(
+    candidates: Sequence[retrieval_pb2.SearchHit], matches: Sequence[ensemble_pb2.MatchResponse]
+) -> list[confidence_pb2.Signals]:
+    """Each candidate's signals, with its P(match) margin over the query's other candidates
+    (how clearly it beats them; absent when there is only one)."""
+    signals = [_signals(hit, match) for hit, match in zip(candidates, matches, strict=True)]
+    if len(matches) > 1:
+        p_match = [match.p_match for match in matches]
+        for index, item in enumerate(signals):
+            best_other = max(p for other, p in enumerate(p_match) if other != index)
+            item.ensemble_p_match_margin = p_match[index] - best_other
+    return signals
 
 
 def _signals(

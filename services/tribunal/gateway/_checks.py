@@ -295,6 +295,7 @@ def _domain_signals(message: confidence_pb2.Signals) -> Signals:
             "dense_score",
             "sparse_score",
             "ensemble_p_match",
+            "ensemble_p_match_margin",
             "entailment_p_entail",
             "entailment_p_contradict",
             "supporting_passages",

@@ -97,7 +97,7 @@ class GrpcTransport:
                 field="gateway.addresses",
             )
         self.addresses = dict(addresses)
-        self._options = [
+        self._options: list[tuple[str, int | str]] = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
         ]

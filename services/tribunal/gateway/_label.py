@@ -6,9 +6,14 @@ relevance data), whose artifact carries its decision points. Modes
 (:class:`LabelMode`): ``judge`` (P(relevant) >= the artifact's threshold),
 ``debate`` (DREAM on every item) and ``cascade`` (the default: relevant when P >=
 band_high, irrelevant when P <= band_low, the debate in between;
-``gateway.label_relevant_at`` / ``label_irrelevant_at`` override the band's ends).
+``gateway.label_relevant_at`` / ``label_irrelevant_at`` override the band's ends;
+``gateway.label_band_to: human`` sends the band to the human queue instead of the debate,
+as a label plan does).
 A debate that ends ESCALATED or FAILED, and any stage failure, puts the item in the
-human queue: a labelling request never gets a guessed label.
+human queue: a labelling request never gets a guessed label. A failure is audited as
+``Answer``'s are: the failed stage, the error kind (``STAGE_ERROR``, ``STAGE_TIMEOUT``,
+``MALFORMED_RESPONSE``) and the message — a debate that ends FAILED (an agent's answer
+still invalid after its retries) is a ``STAGE_ERROR`` of stage ``debate``.
 """
 
 from __future__ import annotations
@@ -105,12 +110,17 @@ class LabelPipeline:
                         _set_label(response, True, gateway_pb2.LABEL_SOURCE_JUDGES)
                     elif p_relevant <= low:
                         _set_label(response, False, gateway_pb2.LABEL_SOURCE_JUDGES)
+                    elif self.settings.label_band_to == "human":
+                        # A label plan's band: humans, no debate.
+                        trace.detail["escalation_reason"] = "band"
+                        response.source = gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE
             if response.source == gateway_pb2.LABEL_SOURCE_UNSPECIFIED:
                 self._debate(trace, deadline, request, response)
         except StageError as failure:
             log.warning("label escalated", extra={"stage": failure.stage, "why": str(failure)})
             trace.detail["error"] = failure.message
             trace.detail["failed_stage"] = failure.stage
+            trace.detail["error_kind"] = failure.kind.value
             trace.detail["escalation_reason"] = f"{failure.kind.value.lower()}:{failure.stage}"
             response.label = common_pb2.LABEL_UNSPECIFIED
             response.source = gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE
@@ -225,7 +235,13 @@ class LabelPipeline:
             response.label = result.label
             response.source = gateway_pb2.LABEL_SOURCE_DEBATE
             return
-        # ESCALATED (persistent disagreement) or FAILED: humans decide.
+        if result.outcome == debate_pb2.DEBATE_OUTCOME_FAILED:
+            # The debate ran but could not finish (an agent's answer stayed invalid after
+            # its retries): a failure of the stage, audited as one; the history is kept.
+            raise StageError(
+                "debate", FailureKind.ERROR, result.error or "the debate failed without a reason"
+            )
+        # ESCALATED (persistent disagreement): humans decide.
         response.label = common_pb2.LABEL_UNSPECIFIED
         response.source = gateway_pb2.LABEL_SOURCE_HUMAN_QUEUE
         trace.detail["escalation_reason"] = debate_pb2.DebateOutcome.Name(result.outcome).lower()
@@ -269,6 +285,11 @@ class LabelPipeline:
             detail={
                 "mode": trace.detail.get("mode"),
                 "source": gateway_pb2.LabelSource.Name(response.source),
+                **(
+                    {"error_kind": trace.detail["error_kind"]}
+                    if "error_kind" in trace.detail
+                    else {}
+                ),
             },
         )
         escalation = None

@@ -13,7 +13,7 @@ from typing import cast
 from ..core import InvalidArgumentError
 from ..v1 import gateway_pb2
 
-__all__ = ["LABEL_MODE_STAGES", "LabelMode"]
+__all__ = ["LABEL_MODE_STAGES", "LabelMode", "label_stages"]
 
 
 class LabelMode(enum.StrEnum):
@@ -61,3 +61,11 @@ LABEL_MODE_STAGES: Mapping[LabelMode, tuple[str, ...]] = {
     LabelMode.DEBATE: ("debate",),
 }
 """Mode → the stages (registry names) ``Label`` calls in it."""
+
+
+def label_stages(mode: LabelMode, band_to: str = "debate") -> tuple[str, ...]:
+    """The stages ``Label`` calls in ``mode``; a cascade whose band goes to humans
+    (``gateway.label_band_to``) never calls the debate."""
+    if mode is LabelMode.CASCADE and band_to == "human":
+        return ("ensemble",)
+    return LABEL_MODE_STAGES[mode]

@@ -50,7 +50,7 @@ class RayServeTransport:
             return response.result(timeout_s=timeout_s)
         except TimeoutError as exc:
             # The caller gave up: drop the request from the stage's queue rather than let
-            # it take model time from requests still waiting (measured under load, #10).
+            # it take model time from requests still waiting (measured under load).
             response.cancel()
             raise DeadlineExceededError(f"{stage}.{method} took over {timeout_s:.2f}s") from exc
         except (

@@ -39,6 +39,9 @@ from ._labeller import (
     label_result,
 )
 from ._outputs import ExportCounts, export_job, final_label, qrels_ids
+from ._plan import BandOutcome, apply_band, band_outcome, calibrate, fit_plan
+from ._plan_artifact import PLAN_FORMAT, JudgeBinding, LabelPlan, replan_command
+from ._plan_report import PlanJobReport, plan_job_report
 from ._review import (
     AttentionItem,
     ReviewItem,
@@ -56,9 +59,11 @@ from ._tables import JobItemRow, LabelJobRow
 
 __all__ = [
     "JSONL_FIELDS",
+    "PLAN_FORMAT",
     "AggregationResult",
     "Agreement",
     "AttentionItem",
+    "BandOutcome",
     "ExportCounts",
     "GatewayLabeller",
     "InputSpec",
@@ -71,13 +76,16 @@ __all__ = [
     "JobItemRow",
     "JobProgress",
     "JobStore",
+    "JudgeBinding",
     "LabelAggregator",
     "LabelItem",
     "LabelJobRow",
+    "LabelPlan",
     "Labeller",
     "Method",
     "PartialBatchError",
     "PipelineLabeller",
+    "PlanJobReport",
     "ReviewItem",
     "ReviewQueue",
     "ReviewVoteRow",
@@ -85,7 +93,10 @@ __all__ = [
     "VoteResult",
     "aggregate",
     "agreement",
+    "apply_band",
+    "band_outcome",
     "batched",
+    "calibrate",
     "check_items",
     "check_job_name",
     "compare_jobs",
@@ -96,10 +107,12 @@ __all__ = [
     "export_votes",
     "failed_result",
     "final_label",
+    "fit_plan",
     "item_view",
     "label_request",
     "label_result",
     "load_attention",
+    "plan_job_report",
     "qrels_ids",
     "read_beir",
     "read_corpus",
@@ -110,6 +123,7 @@ __all__ = [
     "read_topics",
     "read_trec",
     "read_votes",
+    "replan_command",
     "review_server",
     "review_stats",
     "run_job",

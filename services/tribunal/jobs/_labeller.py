@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..core import InternalError, InvalidArgumentError, Settings, TribunalError, UnavailableError
-from ..gateway import LabelMode, LabelPipeline
+from ..gateway import LabelMode, LabelPipeline, label_stages
 from ..v1 import common_pb2, debate_pb2, gateway_pb2
 from ._inputs import LabelItem
 from ._store import ItemResult
@@ -115,7 +115,7 @@ class PipelineLabeller:
         self.mode = LabelMode.parse(mode)
         self._transport, self._host = serve_stages(
             label_settings(settings),
-            self.mode.stages,
+            label_stages(self.mode, settings.gateway.label_band_to),
             name="label-stages",
             load_timeout_s=load_timeout_s,
             host_options=LABEL_HOST_OPTIONS,

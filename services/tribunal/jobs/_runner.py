@@ -53,6 +53,8 @@ class RunReport:
     """Items still pending after the run (0 when the job is done)."""
     claimed: int = 0
     """Items this run leased (each sent to the labeller once)."""
+    held_by_others: int = 0
+    """Of ``remaining``, items other runners were labelling when this run ended."""
 
     @property
     def escalated(self) -> int:
@@ -71,6 +73,7 @@ class RunReport:
             "labelled": self.labelled,
             "already_done": self.already_done,
             "claimed": self.claimed,
+            "held_by_others": self.held_by_others,
             "failed": self.sources["FAILED"],
             "remaining": self.remaining,
             "sources": dict(self.sources),
@@ -93,6 +96,11 @@ class RunReport:
             f"  by: {by_source or '-'}; escalation ratio {data['escalation_ratio']}\n"
             f"  tokens: {self.tokens} ({data['tokens_per_item']} per item); "
             f"model time {self.model_seconds:.1f} s; {self.remaining} item(s) still pending"
+            + (
+                f" ({self.held_by_others} being labelled by other runners)"
+                if self.held_by_others
+                else ""
+            )
         )
 
 
@@ -178,9 +186,11 @@ class _LeasedBatches:
         self.report.remaining = self.store.counts(self.job).pending
         if self.report.remaining == 0:
             return "done"
-        others = self.store.leased(self.job, exclude_owner=self.owner)
+        self.report.held_by_others = self.store.leased(self.job, exclude_owner=self.owner)
         # What is left is being labelled by other runners: the job still runs.
-        return "running" if finished_ok and self.report.remaining == others else "stopped"
+        if finished_ok and self.report.remaining == self.report.held_by_others:
+            return "running"
+        return "stopped"
 
 
 def run_job(

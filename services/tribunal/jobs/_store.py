@@ -20,6 +20,7 @@ import os
 import re
 import socket
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,20 +50,19 @@ _CLAIM_ATTEMPTS = 5
 
 
 def runner_id() -> str:
-    """This process as a lease owner: ``host/pid/start time`` (the start time tells a
-    reused pid apart)."""
+    """A new lease owner in this process: ``host/pid/start time/run`` (the start time
+    tells a reused pid apart; ``run`` tells runs of one process apart)."""
     started = int(psutil.Process().create_time())
-    return f"{socket.gethostname()[:32]}/{os.getpid()}/{started}"
+    return f"{socket.gethostname()[:32]}/{os.getpid()}/{started}/{uuid.uuid4().hex[:8]}"
 
 
 def _process_gone(owner: str) -> bool:
     """True when ``owner`` is a runner on this host whose process no longer runs."""
-    host, _, rest = owner.partition("/")
-    pid_text, _, started = rest.partition("/")
-    if host != socket.gethostname()[:32] or not pid_text.isdigit():
+    parts = owner.split("/")
+    if len(parts) < 3 or parts[0] != socket.gethostname()[:32] or not parts[1].isdigit():
         return False
     try:
-        return int(psutil.Process(int(pid_text)).create_time()) != int(started or 0)
+        return int(psutil.Process(int(parts[1])).create_time()) != int(parts[2])
     except psutil.NoSuchProcess:
         return True
     except (psutil.Error, ValueError):

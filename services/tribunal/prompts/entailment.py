@@ -1,7 +1,7 @@
 """Entailment / support checker: does the evidence support the claim (or answer)?
 
 ``support`` is the default; ``fully-supported`` is the claim/evidence variant of the
-judgment-quality sweep (issue 13): it asks whether the claim is *fully* supported and
+judgment-quality sweep: it asks whether the claim is *fully* supported and
 names partial support and topical overlap as No. Both put the evidence first (claims
 checked against one abstract share it as prompt prefix).
 """

@@ -92,13 +92,13 @@ def _check_sizes(entry: KbEntry, settings: RetrievalSettings, where: str) -> Non
     )
     _check_length(entry.answer, settings.max_answer_chars, "max_answer_chars", f"{where}.answer")
     if len(entry.chunks) > settings.max_chunks_per_item:
-        raise ResourceExhaustedError(
+        raise InvalidArgumentError(
             f"{where}.chunks has {len(entry.chunks)} entries; the limit is "
             f"{settings.max_chunks_per_item} (retrieval.max_chunks_per_item): split the entry",
             field=f"{where}.chunks",
         )
     if len(entry.metadata) > settings.max_metadata_per_item:
-        raise ResourceExhaustedError(
+        raise InvalidArgumentError(
             f"{where}.metadata has {len(entry.metadata)} keys; the limit is "
             f"{settings.max_metadata_per_item} (retrieval.max_metadata_per_item)",
             field=f"{where}.metadata",

@@ -283,15 +283,18 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.UpsertRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.UpsertResponse:
         entries = [entry_from_proto(e) for e in request.entries]
-        options = {
-            "create": request.create_collection,
-            "self_evidenced": self_evidenced_from_proto(request),
-        }
+        create, policy = request.create_collection, self_evidenced_from_proto(request)
         kb, writes = self.kb, self._writes
         result = (
-            writes.upsert(caller_of(context).name, request.collection, entries, **options)
+            writes.upsert(
+                caller_of(context).name,
+                request.collection,
+                entries,
+                create=create,
+                self_evidenced=policy,
+            )
             if writes is not None
-            else kb.upsert(request.collection, entries, **options)
+            else kb.upsert(request.collection, entries, create=create, self_evidenced=policy)
         )
         return upsert_response(result)
 

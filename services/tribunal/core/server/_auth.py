@@ -173,9 +173,9 @@ def _reshape(handler: Any, unary: Behavior | None, stream: Behavior | None) -> A
         "request_deserializer": handler.request_deserializer,
         "response_serializer": handler.response_serializer,
     }
-    if handler.unary_unary:
+    if handler.unary_unary and unary is not None:
         return grpc.unary_unary_rpc_method_handler(unary, **options)
-    if handler.unary_stream:
+    if handler.unary_stream and stream is not None:
         return grpc.unary_stream_rpc_method_handler(stream, **options)
     # Tribunal has no client-streaming methods; should one appear, its callers are not
     # recorded, and a refusal still refuses.

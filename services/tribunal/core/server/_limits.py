@@ -8,8 +8,9 @@ string field has two rows: ``"answers"`` (how many) and ``"answers[]"`` (how lon
 The gRPC runtime checks every request against it before any work starts; a unit test
 walks the protos' descriptors and fails when a field has no row.
 
-Too long a text is INVALID_ARGUMENT, too many entries RESOURCE_EXHAUSTED; both name the
-field (``entries[3].chunks[0].text``), the limit and the setting that raises it.
+Too long a text, or too many entries in one item (``_per_item``), is INVALID_ARGUMENT;
+too big a batch (``_per_request``) RESOURCE_EXHAUSTED. Each names the field
+(``entries[3].chunks[0].text``), the limit and the setting that raises it.
 """
 
 from __future__ import annotations
@@ -191,12 +192,17 @@ class RequestLimits:
                 _check_text(table.get(field.name), value, where)
 
     def _check_count(self, bound: tuple[str, int] | None, count: int, where: str) -> None:
-        if bound is not None and count > bound[1]:
-            setting, limit = bound
+        if bound is None or count <= bound[1]:
+            return
+        setting, limit = bound
+        if setting.endswith("_per_request"):  # a batch too big: the caller splits it
             raise ResourceExhaustedError(
                 f"{where} has {count} entries; the limit is {limit} ({setting}): split the request",
                 field=where,
             )
+        raise InvalidArgumentError(  # one item carries too much
+            f"{where} has {count} entries; the limit is {limit} ({setting})", field=where
+        )
 
     def _check_map(self, field: FieldDescriptor, value: Any, where: str) -> None:
         entry = field.message_type

@@ -83,6 +83,9 @@ class GatewaySettings(Section):
     label_irrelevant_at: float | None = Field(None, ge=0.0, le=1.0)
     """Cascade: at or below this labels IRRELEVANT without a debate; null: the artifact's
     ``band.low``."""
+    label_band_to: Literal["debate", "human"] = "debate"
+    """Cascade: where an item inside the band goes — the debate, or straight to the human
+    queue without one (what ``tribunal label run --plan`` sets: a label plan's band)."""
     label_max_rounds: int = Field(0, ge=0, le=5)
     """Debate rounds for ``Label``; 0: the debate service's default."""
     max_query_chars: int = Field(2_000, ge=1, le=1_000_000)

@@ -1,0 +1,527 @@
+"""``tribunal ask``: one question, or a file of them, through the gateway's ``Answer``.
+
+``tribunal ask "question"`` prints one decision. ``tribunal ask --file queries.jsonl``
+(``-``: standard input) asks every query of a JSONL file with one gateway load: the
+stages ``Answer`` calls (retrieval, ensemble, confidence) run in this process, wired by
+the gateway's own code, and every decision is audited as a running gateway's would be.
+``--address HOST:PORT`` sends the queries to a running gateway instead (``--token`` /
+``--token-file``, ``--tls-ca`` for its credentials and TLS).
+
+Each query gives one JSONL row (``--out FILE``, else standard output): decision, KB entry
+id, confidence, threshold, reason, evidence and latency. A row may name its own
+``collection`` and ``id``; one with ``answers`` (the ids of every entry that answers it,
+empty when none does — the labelled-traffic format of ``tribunal calibrate``) is also
+marked right or wrong. A progress bar (rate, ETA) and a summary table go to standard
+error when rows go to standard output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from ..core import InvalidArgumentError, NotFoundError, Settings, load_settings
+
+__all__ = ["AskedQuery", "read_queries", "register", "summary_markdown"]
+
+ANSWER_STAGES = ("retrieval", "ensemble", "confidence")
+"""The stages ``Gateway.Answer`` calls: no entailment (evidence is checked when an entry
+is written) and no debate."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    ask = sub.add_parser(
+        "ask",
+        help="ask the gateway one question, or every query of a file (--file), in this "
+        "process or against a running gateway (--address)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ask.add_argument("query", nargs="?", default=None, help="the question (or use --file)")
+    ask.add_argument(
+        "--file",
+        type=Path,
+        default=None,
+        help='JSONL of {"query": ..., optional "id", "collection", "answers"} ("-": stdin)',
+    )
+    ask.add_argument(
+        "--out", type=Path, default=None, help="--file: write the rows here (default stdout)"
+    )
+    ask.add_argument("--collection", default="", help="default: gateway.collection")
+    ask.add_argument("--address", default=None, help="host:port of a running gateway")
+    ask.add_argument("--token", default=None, help="bearer token for --address")
+    ask.add_argument(
+        "--token-file", type=Path, default=None, help="read the bearer token from this file"
+    )
+    ask.add_argument(
+        "--tls-ca", type=Path, default=None, help="--address serves TLS: trust this CA (PEM)"
+    )
+    ask.add_argument(
+        "--tls-server-name", default="", help="the name the gateway's certificate is issued for"
+    )
+    ask.add_argument("--timeout", type=float, default=None, help="deadline per query (seconds)")
+    ask.add_argument("--profile", default=None, help="profile name or YAML path")
+    ask.add_argument("--json", action="store_true", help="one question: print the response JSON")
+    ask.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="--file: queries in flight at once (default 1; more helps a remote gateway)",
+    )
+    ask.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ask.add_argument(
+        "--alpha",
+        type=float,
+        default=0.1,
+        help="in-process: accept at the calibrator's threshold certified for this "
+        "hallucination rate (default 0.1)",
+    )
+    ask.add_argument(
+        "--plain-threshold",
+        type=_plain_threshold,
+        default=None,
+        help="in-process: accept at this fixed confidence instead (no guarantee)",
+    )
+    ask.set_defaults(func=_ask)
+
+
+def _plain_threshold(value: str) -> float | None:
+    from .demo import _plain_threshold as parse
+
+    return parse(value)
+
+
+# -- queries ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskedQuery:
+    """One query of the input, with what the file says about it."""
+
+    query: str
+    id: str
+    collection: str = ""
+    answers: tuple[str, ...] | None = None
+    """The ids of every entry that answers it (empty: none does); None: not labelled."""
+
+
+def read_queries(lines: Sequence[str], source: str) -> list[AskedQuery]:
+    """Parse a JSONL input; every problem is an :class:`InvalidArgumentError` naming the line.
+
+    A line is an object with ``query`` (or ``question``) and optional ``id``,
+    ``collection`` and ``answers``; a bare JSON string is a query alone.
+    """
+    queries: list[AskedQuery] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{source} line {number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgumentError(f"{where} is not JSON: {exc.msg}", field="file") from None
+        if isinstance(row, str):
+            row = {"query": row}
+        if not isinstance(row, dict):
+            raise InvalidArgumentError(f'{where}: expected {{"query": ...}}', field="file")
+        text = row.get("query", row.get("question"))
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidArgumentError(f"{where}: no query (a non-empty string)", field="file")
+        answers = row.get("answers")
+        if answers is not None and (
+            not isinstance(answers, list) or not all(isinstance(a, str) for a in answers)
+        ):
+            raise InvalidArgumentError(
+                f"{where}: answers must be a list of entry ids (empty when none answers)",
+                field="file",
+            )
+        collection = row.get("collection", "")
+        if not isinstance(collection, str):
+            raise InvalidArgumentError(f"{where}: collection must be a string", field="file")
+        queries.append(
+            AskedQuery(
+                query=text,
+                id=str(row.get("id", len(queries) + 1)),
+                collection=collection,
+                answers=tuple(answers) if answers is not None else None,
+            )
+        )
+    if not queries:
+        raise InvalidArgumentError(f"{source} holds no queries", field="file")
+    return queries
+
+
+def _input_lines(path: Path) -> tuple[list[str], str]:
+    if str(path) == "-":
+        return sys.stdin.read().splitlines(), "standard input"
+    if not path.is_file():
+        raise InvalidArgumentError(f"--file {path}: no such file", field="file")
+    return path.read_text(encoding="utf-8").splitlines(), str(path)
+
+
+# -- gateways -----------------------------------------------------------------------------
+
+
+class _Gateway(Protocol):
+    def answer(self, query: str, collection: str) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+class _LocalGateway:
+    """``Gateway.Answer``'s pipeline in this process over the stages it calls, loaded
+    once; decisions go to the audit store as a running gateway's do."""
+
+    def __init__(self, settings: Settings) -> None:
+        from ..gateway._wiring import build_pipelines, open_audit_store, serve_stages
+
+        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ask-stage")
+        self._transport, self._host = serve_stages(settings, ANSWER_STAGES, name="ask-stages")
+        try:
+            self._store = open_audit_store(settings)
+            self._pipeline, _ = build_pipelines(
+                settings, self._transport, executor=self._executor, store=self._store
+            )
+        except BaseException:
+            self._close_stages()
+            raise
+
+    def answer(self, query: str, collection: str) -> Any:
+        from ..v1 import gateway_pb2
+
+        return self._pipeline.answer(gateway_pb2.AnswerRequest(query=query, collection=collection))
+
+    def _close_stages(self) -> None:
+        self._transport.close()
+        self._host.stop(0)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        self._close_stages()
+        if self._store is not None:
+            self._store.close()
+
+
+class _RemoteGateway:
+    """A running gateway's ``Answer`` over gRPC, with a bearer token and TLS if given."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None,
+        tls_ca: Path | None,
+        server_name: str,
+        timeout_s: float,
+    ) -> None:
+        import grpc
+
+        from ..v1 import gateway_pb2_grpc
+
+        options: list[tuple[str, Any]] = []
+        if tls_ca is not None:
+            if not tls_ca.is_file():
+                raise InvalidArgumentError(f"--tls-ca {tls_ca}: no such file", field="tls_ca")
+            if server_name:
+                options.append(("grpc.ssl_target_name_override", server_name))
+            credentials = grpc.ssl_channel_credentials(root_certificates=tls_ca.read_bytes())
+            self._channel = grpc.secure_channel(address, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(address, options=options)
+        self._stub: Any = gateway_pb2_grpc.GatewayServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self._timeout_s = timeout_s
+
+    def answer(self, query: str, collection: str) -> Any:
+        from ..v1 import gateway_pb2
+
+        return self._stub.Answer(
+            gateway_pb2.AnswerRequest(query=query, collection=collection),
+            timeout=self._timeout_s,
+            metadata=self._metadata,
+        )
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    if args.token and args.token_file:
+        raise InvalidArgumentError("give --token or --token-file, not both", field="token")
+    if args.token_file is not None:
+        if not args.token_file.is_file():
+            raise InvalidArgumentError(
+                f"--token-file {args.token_file}: no such file", field="token_file"
+            )
+        return args.token_file.read_text(encoding="utf-8").strip() or None
+    return str(args.token) if args.token else None
+
+
+@contextlib.contextmanager
+def _gateway(args: argparse.Namespace, log: IO[str]) -> Iterator[tuple[_Gateway, Settings]]:
+    from .demo import _certification, _in_process_settings
+
+    if args.address is not None:
+        settings = load_settings(args.profile)
+        gateway: _Gateway = _RemoteGateway(
+            args.address,
+            token=_token(args),
+            tls_ca=args.tls_ca,
+            server_name=args.tls_server_name,
+            timeout_s=args.timeout or settings.gateway.deadline_s + 5,
+        )
+    else:
+        with contextlib.redirect_stdout(log):
+            settings = _in_process_settings(args.profile, args.plain_threshold, args.alpha)
+        if settings.confidence.plain_threshold is None:
+            print(_certification(settings), file=log)
+        print("loading the retrieval, ensemble and confidence stages ...", file=log, flush=True)
+        started = time.perf_counter()
+        gateway = _LocalGateway(settings)
+        print(
+            f"ready in {time.perf_counter() - started:.1f} s; audit store "
+            f"{settings.database_url if settings.gateway.audit else 'off'}",
+            file=log,
+            flush=True,
+        )
+    try:
+        yield gateway, settings
+    finally:
+        gateway.close()
+
+
+# -- one query ----------------------------------------------------------------------------
+
+
+def _row(asked: AskedQuery, reply: Any, seconds: float) -> dict[str, Any]:
+    from ..v1 import common_pb2, gateway_pb2
+
+    decision = common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_")
+    row: dict[str, Any] = {
+        "id": asked.id,
+        "query": asked.query,
+        "decision": decision,
+        "kb_entry_id": reply.kb_entry_id or None,
+        "confidence": round(reply.confidence, 6) if reply.HasField("confidence") else None,
+        "threshold": round(reply.threshold, 6),
+        "reason": (
+            None
+            if reply.decision == common_pb2.DECISION_ACCEPT
+            else gateway_pb2.FallbackReason.Name(reply.fallback_reason).removeprefix(
+                "FALLBACK_REASON_"
+            )
+        ),
+        "failed_stage": reply.failed_stage or None,
+        "answer": reply.answer,
+        "evidence_policy": reply.evidence_policy or None,
+        "evidence": [
+            {"chunk_id": e.chunk_id, "p_entail": round(e.p_entail, 6), "text": e.text}
+            for e in reply.evidence
+        ],
+        "latency_ms": round(seconds * 1000.0, 1),
+        "stage_ms": {s.stage: round(s.milliseconds, 1) for s in reply.latencies},
+        "audit_id": reply.audit_id or None,
+    }
+    if asked.collection:
+        row["collection"] = asked.collection
+    if asked.answers is not None:
+        row["expected"] = list(asked.answers)
+        accepted = reply.decision == common_pb2.DECISION_ACCEPT
+        # Right: an accepted entry that answers it, or a refusal when no entry does.
+        row["correct"] = reply.kb_entry_id in asked.answers if accepted else not asked.answers
+    return row
+
+
+def _error_row(asked: AskedQuery, error: str, seconds: float) -> dict[str, Any]:
+    return {
+        "id": asked.id,
+        "query": asked.query,
+        "decision": "ERROR",
+        "error": error,
+        "latency_ms": round(seconds * 1000.0, 1),
+    }
+
+
+def _ask_one(gateway: _Gateway, asked: AskedQuery, collection: str) -> dict[str, Any]:
+    """One query's row; a query the gateway refuses (or cannot reach) is an ERROR row."""
+    import grpc
+
+    started = time.perf_counter()
+    try:
+        reply = gateway.answer(asked.query, asked.collection or collection)
+    except (InvalidArgumentError, NotFoundError) as exc:
+        return _error_row(asked, f"{exc.code.name}: {exc}", time.perf_counter() - started)
+    except grpc.RpcError as exc:
+        message = f"{exc.code().name}: {exc.details()}"  # type: ignore[attr-defined]
+        return _error_row(asked, message, time.perf_counter() - started)
+    return _row(asked, reply, time.perf_counter() - started)
+
+
+# -- the summary --------------------------------------------------------------------------
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    position = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[position]
+
+
+def summary_markdown(rows: Sequence[dict[str, Any]], wall_s: float) -> str:
+    """Decisions, fallback reasons, latency and (labelled rows) how many were right."""
+    total = len(rows)
+    decisions = Counter(str(r["decision"]) for r in rows)
+    lines = [
+        f"{total} queries in {wall_s:.1f} s ({total / wall_s if wall_s > 0 else 0:.2f} queries/s)",
+        "",
+        "| decision | queries | share |",
+        "|---|---|---|",
+    ]
+    for decision, count in sorted(decisions.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"| {decision} | {count} | {count / total:.1%} |")
+    reasons = Counter(str(r["reason"]) for r in rows if r.get("reason"))
+    if reasons:
+        lines += ["", "| fallback reason | queries |", "|---|---|"]
+        lines += [f"| {reason} | {count} |" for reason, count in sorted(reasons.items())]
+    latencies = [float(r["latency_ms"]) for r in rows if r["decision"] != "ERROR"]
+    if latencies:
+        lines += [
+            "",
+            f"latency ms: median {_percentile(latencies, 0.5):.0f}, p95 "
+            f"{_percentile(latencies, 0.95):.0f}, max {max(latencies):.0f}",
+        ]
+    labelled = [r for r in rows if "correct" in r]
+    if labelled:
+        accepted = [r for r in labelled if r["decision"] == "ACCEPT"]
+        wrong = sum(not r["correct"] for r in accepted)
+        answerable = [r for r in labelled if r["expected"]]
+        unanswerable = [r for r in labelled if not r["expected"]]
+        right_answers = sum(r["correct"] for r in accepted)
+        lines += [
+            "",
+            f"labelled: {len(labelled)} queries ({len(answerable)} answerable by the KB, "
+            f"{len(unanswerable)} not)",
+            "",
+            "| measure | value |",
+            "|---|---|",
+            f"| accepted with a right entry | {right_answers} |",
+            f"| accepted with a wrong entry (hallucination) | {wrong} |",
+            "| hallucination rate (wrong / accepted) | "
+            + (f"{wrong / len(accepted):.3f} |" if accepted else "– (none accepted) |"),
+            f"| coverage (accepted / all) | {len(accepted) / len(labelled):.3f} |",
+            "| answerable ones answered right | "
+            + (f"{right_answers / len(answerable):.3f} |" if answerable else "– |"),
+            "| unanswerable ones refused | "
+            + (
+                f"{sum(r['decision'] != 'ACCEPT' for r in unanswerable) / len(unanswerable):.3f} |"
+                if unanswerable
+                else "– |"
+            ),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+def _ask(args: argparse.Namespace) -> int:
+    if (args.query is None) == (args.file is None):
+        raise InvalidArgumentError(
+            'give one question ("tribunal ask QUESTION") or --file FILE, not both',
+            field="query",
+        )
+    if args.concurrency < 1:
+        raise InvalidArgumentError("--concurrency must be >= 1", field="concurrency")
+    if args.file is not None:
+        return _ask_file(args)
+    if args.out is not None:
+        raise InvalidArgumentError("--out goes with --file", field="out")
+    with _gateway(args, sys.stdout) as (gateway, _):
+        started = time.perf_counter()
+        reply = gateway.answer(args.query, args.collection)
+        seconds = time.perf_counter() - started
+    _print_one(reply, seconds, as_json=args.json)
+    return 0
+
+
+def _print_one(reply: Any, seconds: float, *, as_json: bool) -> None:
+    from google.protobuf.json_format import MessageToDict
+
+    from ..v1 import common_pb2, gateway_pb2
+
+    if as_json:
+        print(json.dumps(MessageToDict(reply, preserving_proto_field_name=True), indent=2))
+        return
+    decision = common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_")
+    confidence = f"{reply.confidence:.3f}" if reply.HasField("confidence") else "-"
+    print(f"decision:   {decision}  (confidence {confidence}, threshold {reply.threshold:.3f})")
+    if reply.decision == common_pb2.DECISION_ACCEPT:
+        print(f"KB entry:   {reply.kb_entry_id} (KB version {reply.kb_version})")
+        checker = f", checker {reply.checker_version}" if reply.checker_version else ""
+        print(f"evidenced:  {reply.evidence_policy}{checker}; answer sha256 {reply.answer_sha256}")
+    else:
+        reason = gateway_pb2.FallbackReason.Name(reply.fallback_reason)
+        print(
+            f"reason:     {reason}"
+            + (f" (stage {reply.failed_stage})" if reply.failed_stage else "")
+        )
+    print(f"answer:     {reply.answer}")
+    for evidence in reply.evidence:
+        text = evidence.text[:120]
+        print(f"evidence:   [{evidence.chunk_id}] p_entail={evidence.p_entail:.2f} {text}")
+    stages = ", ".join(f"{s.stage} {s.milliseconds:.0f}" for s in reply.latencies)
+    print(f"latency ms: {seconds * 1000:.0f} in all; {stages}")
+    print(f"audit id:   {reply.audit_id}")
+
+
+def _ask_file(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    lines, source = _input_lines(args.file)
+    queries = read_queries(lines, source)  # every line checked before any model loads
+    # Rows on stdout: everything else on stderr, so the rows can be piped.
+    log = sys.stderr if args.out is None else sys.stdout
+    sink: IO[str]
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        sink = args.out.open("w", encoding="utf-8")
+    else:
+        sink = sys.stdout
+    rows: list[dict[str, Any]] = []
+    try:
+        with _gateway(args, log) as (gateway, _):
+            started = time.perf_counter()
+            bar = tqdm(
+                total=len(queries), desc="asking", unit="query", file=log, disable=args.no_progress
+            )
+            with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+                # map keeps the input order: row i answers query i.
+                for row in pool.map(lambda q: _ask_one(gateway, q, args.collection), queries):
+                    rows.append(row)
+                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    sink.flush()
+                    bar.update()
+                    if row["decision"] != "ERROR":
+                        bar.set_postfix(accepted=sum(r["decision"] == "ACCEPT" for r in rows))
+            bar.close()
+            wall = time.perf_counter() - started
+    finally:
+        if args.out is not None:
+            sink.close()
+    print(summary_markdown(rows, wall), file=log, end="")
+    errors = [r for r in rows if r["decision"] == "ERROR"]
+    for row in errors[:5]:
+        print(f"query {row['id']}: {row['error']}", file=log)
+    if args.out is not None:
+        print(f"rows: {args.out}", file=log)
+    return 1 if errors else 0
