@@ -325,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = _settings(
         data_dir,
         database_url=database_url,
-        server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
+        # Room to queue the arrivals of a 15 s pause (2.5/s): beyond it calls are refused
+        # at once (RESOURCE_EXHAUSTED), which is no decision at all.
+        server={"port": 0, "metrics_port": None, "grace_seconds": 0.5, "max_queued_requests": 64},
         gateway={"discovery": "grpc", "collection": COLLECTION, "retry_backoff_s": 0.05},
     )
     stages = StageProcesses(data_dir, work)

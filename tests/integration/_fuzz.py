@@ -236,7 +236,7 @@ class Stack:
             "retrieval": retrieval_host,
             "entailment": entailment_host,
             "confidence": confidence_host,
-            "ensemble": ensemble_host,
+            "ensemble": lambda settings: ensemble_host(settings, preload_relevance=True),
             "debate": _debate_host,
         }
         for name, build in builders.items():
@@ -291,18 +291,29 @@ class Stack:
         name = next(k for k, v in SERVICE_OF.items() if v == rpc.service)
         return self.channels[name]
 
-    def healthy(self) -> dict[str, bool]:
-        """Each service: health SERVING and its seed request answered without a server error."""
-        out = {}
+    def drain(self, timeout_s: float = 300.0) -> float:
+        """Wait until no service has a call at work or queued; returns the seconds it took
+        (calls the gateway made for clients that have gone end at their own deadlines)."""
+        started = time.monotonic()
+        while any(h.admission.ongoing or h.admission.queued for h in self.hosts.values()):
+            assert time.monotonic() - started < timeout_s, "calls still at work"
+            time.sleep(0.1)
+        return time.monotonic() - started
+
+    def health(self) -> dict[str, dict[str, Any]]:
+        """Each service: its health status and the codes its valid requests get now."""
+        out: dict[str, dict[str, Any]] = {}
         for name, channel in self.channels.items():
             health = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=10
             )
             probes = [r for r in RPCS if r.service == SERVICE_OF[name] and r.method != "Delete"]
-            codes = {call(channel, rpc, rpc.request, TIMEOUT_S)[0] for rpc in probes}
-            out[name] = health.status == health_pb2.HealthCheckResponse.SERVING and not (
-                codes & {"INTERNAL", "UNKNOWN", "UNAVAILABLE", "DEADLINE_EXCEEDED"}
-            )
+            out[name] = {
+                "health": health_pb2.HealthCheckResponse.ServingStatus.Name(health.status),
+                "valid_requests": {
+                    rpc.method: call(channel, rpc, rpc.request, TIMEOUT_S)[0] for rpc in probes
+                },
+            }
         return out
 
 

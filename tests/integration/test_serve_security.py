@@ -1,17 +1,24 @@
 """Serve's gRPC proxy on a real local Ray: every application checks credentials and roles.
 
-Only the retrieval application is deployed (the KB is what an attacker writes), from
-the Serve config ``tribunal serve config`` writes, with a credentials file, on a Ray
-started as ``tribunal serve deploy`` starts it: Ray's own token auth on (set
-deliberately), the proxy bound to 127.0.0.1. Through the proxy an Upsert without a
-credential is UNAUTHENTICATED, with a query credential PERMISSION_DENIED, with an
-admin credential it is applied and audited under the credential's name.
+Only the retrieval application is deployed (the KB is what an attacker writes), by
+``tribunal serve config`` and ``tribunal serve deploy`` as an operator runs them, with
+a credentials file: Ray's own token auth on (the command's default, so
+``RAY_AUTH_MODE`` is set deliberately), the proxy bound to 127.0.0.1. Through the
+proxy an Upsert without a credential is UNAUTHENTICATED, with a query credential
+PERMISSION_DENIED, with an admin credential it is applied and audited under the
+credential's name.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -21,7 +28,6 @@ import yaml
 from tribunal.core import load_settings
 from tribunal.core.server import token_sha256
 from tribunal.core.storage import Database
-from tribunal.deploy import deploy, serve_config, start_local, validate_serve_config, wait_running
 from tribunal.retrieval import KbChangeLog
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
@@ -58,12 +64,44 @@ def _is_loopback(address: str) -> bool:
     return (mapped or ip).is_loopback
 
 
-def test_the_serve_proxy_checks_credentials_and_listens_on_loopback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import ray
-    from ray import serve
+def _deploy(tmp_path: Path, credentials: Path) -> tuple[subprocess.Popen[str], int, Path]:
+    """``tribunal serve config`` then ``tribunal serve deploy``, as an operator runs them."""
+    grpc_port, config = _free_port(), tmp_path / "serve.yaml"
+    tribunal = [sys.executable, "-m", "tribunal.cli"]
+    subprocess.run(
+        [
+            *tribunal, "serve", "config", "--profile", "tiny", "--apps", "retrieval",
+            "--grpc-port", str(grpc_port), "--http-port", str(_free_port()),
+            "--set", f"server.credentials_file={credentials}",
+            "--set", "retrieval.deployment.num_cpus=1", "-o", str(config),
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    ready = tmp_path / "ready.json"
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_AUTH_MODE", None)  # the command sets it: token by default
+    process = subprocess.Popen(
+        [
+            *tribunal, "serve", "deploy", "--config", str(config), "--num-cpus", "2",
+            "--temp-dir", str(REPO / ".build" / "ray"), "--ready-file", str(ready),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 600
+    while not ready.exists():
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            raise AssertionError(f"serve deploy exited {process.returncode}: {output[-3000:]}")
+        assert time.monotonic() < deadline, "the retrieval application did not start in 600 s"
+        time.sleep(1)
+    return process, grpc_port, ready
 
+
+def test_the_serve_proxy_checks_credentials_and_listens_on_loopback(tmp_path: Path) -> None:
     credentials = tmp_path / "credentials.yaml"
     credentials.write_text(
         yaml.safe_dump(
@@ -75,30 +113,10 @@ def test_the_serve_proxy_checks_credentials_and_listens_on_loopback(
             }
         )
     )
-    overrides = {
-        "server": {"credentials_file": str(credentials)},
-        "retrieval": {"deployment": {"num_cpus": 1, "max_batch_size": 4}},
-    }
-    settings = load_settings("tiny", data_dir=str(tmp_path / "data"), **overrides)  # type: ignore[arg-type]
-    grpc_port = _free_port()
-    config = serve_config(
-        settings,
-        grpc_port=grpc_port,
-        http_port=_free_port(),
-        overrides=overrides,
-        apps=("retrieval",),
-    )
-    validate_serve_config(config)
-    # Ray's own auth, set deliberately (a token file in the temp dir); restored afterwards.
-    monkeypatch.setenv("RAY_AUTH_MODE", "token")
-    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
-    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
-    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-    temp_dir = REPO / ".build" / "ray"
-    start_local(config, temp_dir=temp_dir, num_cpus=2, auth="token")
+    process, grpc_port, ready = _deploy(tmp_path, credentials)
     try:
-        deploy(config)
-        wait_running(["retrieval"], timeout_s=600)
+        summary = json.loads(ready.read_text())
+        assert summary["ray_auth"] == "token"  # Ray's own ports need its token
         addresses = _listening_addresses(grpc_port)
         assert addresses, f"nothing listens on the proxy port {grpc_port}"
         assert all(_is_loopback(address) for address in addresses), addresses
@@ -106,6 +124,7 @@ def test_the_serve_proxy_checks_credentials_and_listens_on_loopback(
         with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
             stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
             app = (("application", "retrieval"),)
+            as_reader = (*app, ("authorization", f"Bearer {READER}"))
             plant = retrieval_pb2.UpsertRequest(
                 collection="covid", entries=[BLEACH], create_collection=True, self_evidenced=True
             )
@@ -113,14 +132,11 @@ def test_the_serve_proxy_checks_credentials_and_listens_on_loopback(
                 stub.Upsert(plant, metadata=app, timeout=120)
             assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
             with pytest.raises(grpc.RpcError) as reader:
-                stub.Upsert(
-                    plant, metadata=(*app, ("authorization", f"Bearer {READER}")), timeout=120
-                )
+                stub.Upsert(plant, metadata=as_reader, timeout=120)
             assert reader.value.code() == grpc.StatusCode.PERMISSION_DENIED
             assert "needs an admin credential" in reader.value.details()
             # Nothing was written: the collection does not exist.
             search = retrieval_pb2.SearchRequest(collection="covid", query="dog", top_k=1)
-            as_reader = (*app, ("authorization", f"Bearer {READER}"))
             with pytest.raises(grpc.RpcError) as missing:
                 stub.Search(search, metadata=as_reader, timeout=120)
             assert missing.value.code() == grpc.StatusCode.NOT_FOUND
@@ -134,17 +150,21 @@ def test_the_serve_proxy_checks_credentials_and_listens_on_loopback(
                 lowercase(plant, metadata=as_reader, timeout=120)
             assert unknown.value.code() != grpc.StatusCode.OK
             # The admin's write is applied and audited under the credential's name.
-            written = stub.Upsert(
-                plant, metadata=(*app, ("authorization", f"Bearer {EDITOR}")), timeout=300
-            )
+            as_editor = (*app, ("authorization", f"Bearer {EDITOR}"))
+            written = stub.Upsert(plant, metadata=as_editor, timeout=300)
             assert written.upserted == 1
             assert written.kb_version >= 1
             found = stub.Search(search, metadata=as_reader, timeout=120)
             assert found.hits[0].entry.id == "dog-covid"
     finally:
-        serve.shutdown()  # type: ignore[no-untyped-call]
-        ray.shutdown()
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
+    settings = load_settings("tiny")
     changes = KbChangeLog(Database(settings.database_url)).history("covid")
     upserts = [change for change in changes if change.op == "upsert"]
     assert [(c.actor, c.entry_id, c.before_sha256) for c in upserts] == [

@@ -219,7 +219,8 @@ def test_real_run_with_the_profile_embedder(
         resamples=100,
         out=out,
         no_progress=True,
-        artifact=tmp_path / "matcher.json",
+        artifact=None,
+        export_artifact=tmp_path / "matcher.json",
         signals=tmp_path / "signals.jsonl",
         signals_sources=None,
     )

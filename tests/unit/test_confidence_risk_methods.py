@@ -20,9 +20,9 @@ from tribunal.confidence import (
     min_accepted_for,
     select_threshold,
     sgr_threshold,
+    start_count,
     threshold_grid,
 )
-from tribunal.confidence._learn_then_test import start_count
 from tribunal.core import InvalidArgumentError
 
 DELTA = 0.1

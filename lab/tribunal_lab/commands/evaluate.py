@@ -1,4 +1,4 @@
-"""``tribunal-lab eval NAME``: the papers' metrics on the development data sets.
+"""``tribunal-lab eval NAME``: the papers' metrics on the development sets or a labelled file.
 
 Each evaluation is a module of :mod:`tribunal_lab.evaluation` that defines
 ``add_arguments(parser)`` and ``run(args) -> int``; it is imported only when the
@@ -20,21 +20,38 @@ EVALUATIONS: dict[str, tuple[str, str]] = {
     ),
     "entailment": (
         "tribunal_lab.evaluation.entailment",
-        "entailment cascade on SciFact and SICK: stage 1, stage 2, cascade (bAcc, AUROC, cost)",
+        "entailment cascade on a labelled file or SciFact and SICK: stage 1, stage 2, cascade "
+        "(bAcc, AUROC, cost), each row at its stated decision point",
     ),
     "judge": (
         "tribunal_lab.evaluation.judge",
-        "single yes/no LLM judge: SciFact support and TREC DL relevance (bAcc, AUROC, s/item)",
+        "single yes/no LLM judge: SciFact support and TREC DL relevance, or a labelled file "
+        "(bAcc, AUROC, s/item)",
+    ),
+    "relevance": (
+        "tribunal_lab.evaluation.relevance",
+        "the relevance judge as shipped (an artifact, not refitted) on a labelled file of "
+        "relevance pairs: judge mode and the cascade band, each at its stated decision point",
+    ),
+    "label-plan": (
+        "tribunal_lab.evaluation.label_plan",
+        "certified auto-labels on judged pairs split by query: plan on one half, label the "
+        "other (humans needed and automatic-label error per epsilon, repeated splits)",
     ),
     "matching-features": (
         "tribunal_lab.evaluation.matching_features",
-        "KB-entry matching from embedder cosines + token overlap (no LLM): LR and thresholds "
-        "fitted on a selection half, accuracy / hallucination / coverage / AUROC on the test half",
+        "KB-entry matching from embedder cosines + token overlap (no LLM): fit on a selection "
+        "half and report on the test half, or score a given matcher on a labelled file (--data)",
     ),
     "sweep": (
         "tribunal_lab.evaluation.sweep",
         "prompt variants x models of the yes/no judges: calibrated, selected on one split, "
         "reported on another (bAcc, AUROC, ECE, cascade escalation, cost, 95%% CIs)",
+    ),
+    "relevance-judges": (
+        "tribunal_lab.evaluation.relevance_judges",
+        "relevance judges from frozen embeddings (MPNet, EmbeddingGemma cosines, learned "
+        "heads): trained, selected and tested on different queries (AUROC, bAcc)",
     ),
     "retrieval": (
         "tribunal_lab.evaluation.retrieval",

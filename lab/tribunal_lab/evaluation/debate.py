@@ -61,7 +61,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge-model", default=None, help="model key of the single judge (default: agent A's)"
     )
-    parser.add_argument("--data", type=Path, default=data_root(), help="data sets folder")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=data_root(),
+        help="a labelled FILE of relevance pairs (docs/evaluation.md), or the data sets FOLDER "
+        "(TREC DL 2019)",
+    )
     parser.add_argument("--pairs", type=int, default=300, help="TREC DL pairs to sample")
     parser.add_argument("--seed", type=int, default=13, help="sampling seed (as eval judge)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N items")

@@ -39,6 +39,8 @@ __all__ = ["Item", "add_arguments", "load_items", "run"]
 
 SETS = ("scifact", "trec-dl")
 _PROMPTS = {"scifact": "entailment/support@1", "trec-dl": "relevance/yesno@1"}
+_KIND_SET = {"entailment": "scifact", "relevance": "trec-dl"}
+"""A labelled file is judged with the prompt of the development set of its kind."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="LLM backend (default: the profile's llm_backend)",
     )
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
-    parser.add_argument("--data", type=Path, default=data_root(), help="data sets folder")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=data_root(),
+        help="a labelled FILE of relevance or entailment pairs (docs/evaluation.md), or the "
+        "data sets FOLDER for --sets",
+    )
+    parser.add_argument(
+        "--relevant-at", type=int, default=2, help="graded relevance files: relevant at/above"
+    )
     parser.add_argument("--trec-pairs", type=int, default=300, help="TREC DL pairs to sample")
     parser.add_argument(
         "--scifact-pairs",
@@ -88,10 +99,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_items(
-    name: str, data: Path, *, trec_pairs: int = 300, scifact_pairs: int = 0, seed: int = 13
+    name: str,
+    data: Path,
+    *,
+    trec_pairs: int = 300,
+    scifact_pairs: int = 0,
+    seed: int = 13,
+    relevant_at: int = 2,
 ) -> list[Item]:
-    """The labelled items of set ``name`` (sampled with ``seed``), in a prefix-friendly order."""
-    if name == "scifact":
+    """The labelled items of set ``name`` (sampled with ``seed``), in a prefix-friendly order.
+
+    ``data`` may be a labelled file instead of the data sets folder: relevance pairs for
+    ``trec-dl``, entailment pairs for ``scifact``, sampled with the same counts."""
+    if data.is_file():
+        items = file_items(data, name, relevant_at=relevant_at)
+        count = trec_pairs if name == "trec-dl" else scifact_pairs
+        if 0 < count < len(items):
+            items = random.Random(seed).sample(items, count)
+    elif name == "scifact":
         items = [
             Item(
                 id=f"{row['claim_id']}:{row['doc_id']}",
@@ -122,6 +147,34 @@ def load_items(
         raise ValueError(f"unknown set {name!r}")
     # Stable sort by group: items sharing an abstract run back to back (prefix reuse).
     return sorted(items, key=lambda item: item.group)
+
+
+def file_items(path: Path, name: str, *, relevant_at: int = 2) -> list[Item]:
+    """A labelled file as the items of set ``name`` (its kind must be that set's).
+
+    Raises:
+        InvalidArgumentError: the file holds another kind of pairs.
+    """
+    from tribunal.core import InvalidArgumentError
+
+    from ._labelled import detect_kind, read_entailment_pairs, read_relevance_pairs
+
+    kind = detect_kind(path)
+    if _KIND_SET.get(kind) != name:
+        wanted = next(k for k, v in _KIND_SET.items() if v == name)
+        raise InvalidArgumentError(
+            f"{path} holds {kind} records; this needs {wanted} pairs (docs/evaluation.md)",
+            field="data",
+        )
+    if kind == "entailment":
+        return [
+            Item(p.id, p.label, {"evidence": p.premise, "claim": p.hypothesis}, p.premise)
+            for p in read_entailment_pairs(path)
+        ]
+    return [
+        Item(p.id, p.label, {"query": p.query, "passage": p.passage}, p.group)
+        for p in read_relevance_pairs(path, relevant_at=relevant_at)
+    ]
 
 
 def _cross_fit_balanced_accuracy(y: np.ndarray, p: np.ndarray, seed: int) -> float:
@@ -237,21 +290,28 @@ def run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "sets": {},
     }
-    for name in args.sets:
+    if args.data.is_file():
+        from ._labelled import detect_kind
+
+        named = [(_KIND_SET.get(detect_kind(args.data), "trec-dl"), args.data.stem)]
+    else:
+        named = [(name, name) for name in args.sets]
+    for name, title in named:
         items = load_items(
             name,
             args.data,
             trec_pairs=args.trec_pairs,
             scifact_pairs=args.scifact_pairs,
             seed=args.seed,
+            relevant_at=args.relevant_at,
         )
         items = items[: args.limit] if args.limit else items
         cache = (
-            args.cache_dir
-            / f"{name}-{args.model}-{backend}-{_PROMPTS[name].replace('/', '_')}.jsonl"
+            args.cache_dir / f"{_cache_name(args.data, title)}-{args.model}-{backend}-"
+            f"{_PROMPTS[name].replace('/', '_')}.jsonl"
         )
         rows = _judge_set(engine, name, items, cache, settings.llm.batch_size)
-        report["sets"][name] = _summary(rows, args.seed)
+        report["sets"][title] = _summary(rows, args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     table = _markdown(report)
@@ -259,3 +319,12 @@ def run(args: argparse.Namespace) -> int:
     print(table)
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
     return 0
+
+
+def _cache_name(data: Path, title: str) -> str:
+    """A development set's name, or a file's stem and content hash (never another file's)."""
+    if not data.is_file():
+        return title
+    import hashlib
+
+    return f"{title}-{hashlib.sha256(data.read_bytes()).hexdigest()[:10]}"

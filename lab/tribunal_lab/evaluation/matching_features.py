@@ -25,11 +25,18 @@ accepted), coverage (share accepted), AUROC; the false-positive rate (RAL2M's "H
 is listed beside it. Writes JSON and a markdown table.
 
     tribunal-lab eval matching-features [--dataset .build/ensemble/dataset] [--embedder KEY]
-        [--out F.json] [--artifact MATCHER.json] [--signals S.jsonl [--signals-sources S...]]
+        [--out F.json] [--export-artifact MATCHER.json] [--signals S.jsonl [--signals-sources S...]]
 
-``--artifact`` writes the LR over the embedding features as the product's feature
+``--export-artifact`` writes the LR over the embedding features as the product's feature
 matcher (``ensemble.matcher: features``); ``--signals`` labelled signals of items the
 regression never saw (out-of-fold on selection) for ``tribunal confidence fit``.
+
+``--data FILE`` scores a given matcher (``--artifact``, default the profile's) on a
+labelled file instead, fitting nothing: matching pairs, or labelled traffic of a KB
+collection (``--collection``) — :mod:`._matching_scoring`.
+
+    tribunal-lab eval matching-features --data FILE [--artifact MATCHER.json]
+        [--collection C] [--select-split 0.5]
 """
 
 from __future__ import annotations
@@ -37,21 +44,22 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
-from scipy.stats import rankdata
 from tribunal.confidence import json_ready, select_risk_threshold
 from tribunal.core import InvalidArgumentError
-from tribunal.core.metrics import bootstrap_ci
 
 from .._paths import data_root
 from ._matching_artifact import LOGISTIC_SCORER, matcher_artifact, write_signals
+from ._matching_points import (
+    _report,
+    empirical_risk_threshold,
+    max_accuracy_threshold,
+    outcome,
+)
 from ._matching_report import markdown_report
 from ._matching_table import (
     COVID_SOURCES,
@@ -64,6 +72,7 @@ from ._matching_table import (
     compute_features,
     grouped_stratified_split,
 )
+from ._scoring import select_split_fraction
 from ._sweep_stats import auroc, oof_ensemble
 
 __all__ = [
@@ -81,78 +90,6 @@ __all__ = [
     "outcome",
     "run",
 ]
-
-
-def max_accuracy_threshold(y: Ints, score: Floats) -> float:
-    """The cut (−inf, midpoints between distinct scores, +inf) maximising the accuracy
-    of ``score ≥ cut``; among ties the highest (it accepts the fewest)."""
-    distinct = np.unique(score)
-    cuts = np.concatenate(([-np.inf], (distinct[:-1] + distinct[1:]) / 2, [np.inf]))
-    accepted = score[None, :] >= cuts[:, None]
-    accuracy = (accepted == (y[None, :] == 1)).mean(axis=1)
-    best = np.flatnonzero(np.isclose(accuracy, accuracy.max(), rtol=0, atol=1e-12))
-    return float(cuts[best[-1]])
-
-
-def empirical_risk_threshold(y: Ints, score: Floats, alpha: float) -> float | None:
-    """The lowest observed score λ whose accepted items (score ≥ λ) have a hallucination
-    rate ≤ ``alpha`` on these items (no guarantee); None when none has."""
-    best = None
-    for value in np.unique(score)[::-1]:
-        accepted = score >= value
-        if (y[accepted] == 0).sum() <= alpha * accepted.sum():
-            best = float(value)
-    return best
-
-
-def outcome(y: Ints, accepted: NDArray[np.bool_]) -> dict[str, float]:
-    """Accuracy, hallucination (wrong / accepted; NaN when none), coverage and FPR."""
-    wrong = int((accepted & (y == 0)).sum())
-    negatives = int((y == 0).sum())
-    return {
-        "accuracy": float((accepted == (y == 1)).mean()) if y.size else math.nan,
-        "hallucination": wrong / int(accepted.sum()) if accepted.any() else math.nan,
-        "coverage": float(accepted.mean()) if y.size else math.nan,
-        "false_positive_rate": wrong / negatives if negatives else math.nan,
-    }
-
-
-def _interval(
-    metric: Callable[[Ints, Floats], float], y: Ints, values: Floats, resamples: int, seed: int
-) -> dict[str, float]:
-    ci = bootstrap_ci(metric, y, values, n_resamples=resamples, seed=seed)
-    return {"value": ci.value, "low": ci.low, "high": ci.high}
-
-
-def _decision_metric(name: str) -> Callable[[Ints, Floats], float]:
-    """``name`` of :func:`outcome` as a bootstrap metric of (labels, 0/1 decisions)."""
-    return lambda y, decision: outcome(y, decision == 1)[name]
-
-
-def _report(
-    y: Ints, score: Floats, thresholds: dict[str, float | None], resamples: int, seed: int
-) -> dict[str, Any]:
-    """Test figures of one scorer on one set of items, every operating point."""
-    # bootstrap_ci wants values in [0, 1]: decisions as 0/1, and for AUROC the ranks
-    # scaled into [0, 1] (AUROC depends on the order only). One seed: same resamples.
-    ranks = rankdata(score) / max(score.size, 1) if score.size else score
-    out: dict[str, Any] = {
-        "n": int(y.size),
-        "positives": int(y.sum()),
-        "auroc": _interval(auroc, y, ranks, resamples, seed),
-    }
-    for point, threshold in thresholds.items():
-        accepted = np.zeros(y.size, bool) if threshold is None else score >= threshold
-        row: dict[str, Any] = {"threshold": threshold}
-        for metric in ("accuracy", "hallucination", "coverage"):
-            row[metric] = _interval(
-                _decision_metric(metric), y, accepted.astype(np.float64), resamples, seed
-            )
-        row["false_positive_rate"] = outcome(y, accepted)["false_positive_rate"]
-        row["accepted"] = int(accepted.sum())
-        row["wrong"] = int((accepted & (y == 0)).sum())
-        out[point] = row
-    return out
 
 
 def _scores(
@@ -336,7 +273,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="matching set folder (items.jsonl); built without judging when missing",
     )
     parser.add_argument(
-        "--data", type=Path, default=data_root(), help="data sets folder (to build items)"
+        "--data",
+        type=Path,
+        default=data_root(),
+        help="a labelled FILE to score --artifact on (matching pairs, or labelled traffic with "
+        "--collection; docs/evaluation.md), or the data sets FOLDER (to build items and fit)",
+    )
+    parser.add_argument(
+        "--collection",
+        default="",
+        help="--data FILE of labelled traffic: the KB collection it asks (candidates retrieved)",
+    )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        default=None,
+        help="labelled traffic: candidates per query (default gateway.candidates)",
+    )
+    parser.add_argument(
+        "--select-split",
+        type=select_split_fraction,
+        default=None,
+        metavar="FRACTION",
+        help="--data FILE: select thresholds on this seeded share (grouped by query) and "
+        "report on the rest (default: report on all items at the artifact's threshold)",
     )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
     parser.add_argument(
@@ -370,6 +330,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--artifact",
         type=Path,
         default=None,
+        help="--data FILE: the feature matcher to score (default: the profile's)",
+    )
+    parser.add_argument(
+        "--export-artifact",
+        type=Path,
+        default=None,
         help="also write the feature matcher (the LR over the embedding features, fitted "
         "on selection) as a tribunal.match-features/1 JSON file, for ensemble.matcher: features",
     )
@@ -399,6 +365,17 @@ def run(args: argparse.Namespace) -> int:
 
     from ..datasets.matching import SOURCES, build_items
 
+    data = getattr(args, "data", None)
+    if data is not None and data.is_file():
+        from ._matching_scoring import score_artifact
+
+        return score_artifact(args)
+    if getattr(args, "artifact", None) is not None:
+        raise InvalidArgumentError(
+            "--artifact scores a given matcher on --data FILE; to write the matcher this "
+            "command fits, use --export-artifact",
+            field="artifact",
+        )
     if not 0 < args.fraction < 1:
         raise InvalidArgumentError("--fraction must be in (0, 1)", field="fraction")
     unknown = sorted(set(getattr(args, "signals_sources", None) or ()) - set(SOURCES))
@@ -444,16 +421,16 @@ def run(args: argparse.Namespace) -> int:
         split=split,
         scores=scores,
     )
-    if args.artifact is not None or args.signals is not None:
+    if args.export_artifact is not None or args.signals is not None:
         artifact = matcher_artifact(
             result,
             embedder_key=str(embedder_key),
             embedder_name=embedder.name,
             dataset=str(args.dataset),
         )
-        if args.artifact is not None:
-            artifact.save(args.artifact)
-            print(f"wrote feature matcher {artifact.version} to {args.artifact}")
+        if args.export_artifact is not None:
+            artifact.save(args.export_artifact)
+            print(f"wrote feature matcher {artifact.version} to {args.export_artifact}")
         if args.signals is not None:
             counts = write_signals(
                 args.signals,

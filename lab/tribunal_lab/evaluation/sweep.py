@@ -82,7 +82,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="LLM backend (default: the profile's llm_backend)",
     )
-    parser.add_argument("--data", type=Path, default=data_root(), help="data sets folder")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=data_root(),
+        help="a labelled FILE (relevance pairs for --task relevance, entailment pairs for "
+        "entailment; docs/evaluation.md), or the data sets FOLDER",
+    )
     parser.add_argument(
         "--max-escalation",
         type=float,

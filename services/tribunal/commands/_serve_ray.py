@@ -94,9 +94,7 @@ def _check_proxy_exposure(config: dict[str, Any], args: argparse.Namespace) -> N
 
 
 def deploy_command(args: argparse.Namespace) -> int:
-    from ray import serve
-
-    from ..deploy import deploy, ray_memory, start_local, validate_serve_config, wait_running
+    from ..deploy._local import set_ray_auth
 
     if args.config is None:
         raise InvalidArgumentError(
@@ -104,10 +102,17 @@ def deploy_command(args: argparse.Namespace) -> int:
             "config -o serve.yaml)",
             field="config",
         )
+    temp_dir = Path(args.temp_dir or os.environ.get("RAY_TMPDIR") or ".build/ray").resolve()
+    temp_dir.mkdir(parents=True, exist_ok=True)
+    # Before anything imports Ray: its core library reads the auth mode when it loads.
+    set_ray_auth(args.ray_auth, temp_dir)
+    from ray import serve
+
+    from ..deploy import deploy, ray_memory, start_local, validate_serve_config, wait_running
+
     config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     validate_serve_config(config)
     _check_proxy_exposure(config, args)
-    temp_dir = Path(args.temp_dir or os.environ.get("RAY_TMPDIR") or ".build/ray")
     env = {k: v for k, v in os.environ.items() if k.startswith("TRIBUNAL_")}
     started = start_local(
         config,

@@ -61,6 +61,7 @@ from ._learn_then_test import (
     binomial_p_value,
     hoeffding_bentkus_p_value,
     learn_then_test_threshold,
+    start_count,
     threshold_grid,
 )
 from ._monotone import PORTABLE_SIGNALS, MonotoneCalibrator
@@ -158,6 +159,7 @@ __all__ = [
     "signal_values",
     "split_rows",
     "split_traffic",
+    "start_count",
     "threshold_grid",
     "write_calibration_report",
     "write_labelled_signals",

@@ -87,13 +87,23 @@ class CalibrationBinding:
         artifact_version: str,
         where: str,
         candidates: int = 0,
+        strict: bool = False,
     ) -> None:
         """Refuse a request whose KB or matcher is not the one calibrated, or a gateway
-        scoring another number of candidates per query (empty / 0 = not reported).
+        scoring another number of candidates per query (empty / 0 = not reported, which
+        ``strict`` refuses too: the gateway always knows them).
 
         Raises:
             FailedPreconditionError: a version differs; the message names the command.
         """
+        if strict and not collection_version:
+            raise FailedPreconditionError(
+                f"calibrator {artifact_version} is certified for collection "
+                f"{self.collection!r} at version {self.collection_version}; retrieval did not "
+                "report the KB's content version, so the certification cannot be checked. "
+                f"Upgrade retrieval, or recalibrate: {recalibrate_command(self.collection)}",
+                field=f"{where}collection_version",
+            )
         if collection_version and collection_version != self.collection_version:
             raise FailedPreconditionError(
                 f"calibrator {artifact_version} is certified for collection "

@@ -178,13 +178,24 @@ class ConfidenceScorer:
         status = ThresholdStatus.NOT_CERTIFIED if threshold is None else ThresholdStatus.CERTIFIED
         return threshold, alpha, status
 
-    def check_versions(self, versions: RequestVersions, where: str = "") -> None:
+    @property
+    def accepts_anything(self) -> bool:
+        """False when the default α has no certified threshold (and no plain one is set):
+        every answer then falls back, whatever the signals."""
+        if self.plain_threshold is not None:
+            return True
+        return self.artifact.threshold_for(self.alpha).threshold is not None
+
+    def check_versions(
+        self, versions: RequestVersions, where: str = "", *, strict: bool = False
+    ) -> None:
         """Refuse a request whose KB or matcher is not the one the artifact is bound to.
 
         Raises:
             FailedPreconditionError: a reported version differs (the message names
                 ``tribunal calibrate``); unbound artifacts, and a plain threshold (no
-                guarantee to guard), accept any.
+                guarantee to guard), accept any. ``strict``: an unreported KB version
+                is refused too.
         """
         binding = self.artifact.binding
         if binding is not None and self.plain_threshold is None:
@@ -194,6 +205,7 @@ class ConfidenceScorer:
                 candidates=versions.candidates,
                 artifact_version=self.version,
                 where=where,
+                strict=strict,
             )
 
     def score(

@@ -98,7 +98,12 @@ class ServeApp:
     def __init_subclass__(cls, *, service: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if not service:
-            raise TypeError(f"{cls.__name__}: subclass ServeApp with service='<registry name>'")
+            # Serve ships a deployment class to its replicas by value: the unpickler makes
+            # an empty class first (without the keyword) and then sets the attributes,
+            # methods already wrapped. Any other class must name its service.
+            if any(callable(value) for name, value in vars(cls).items() if name[0] != "_"):
+                raise TypeError(f"{cls.__name__}: subclass ServeApp with service='<registry name>'")
+            return
         full_name = _full_name(service)
         missing = [name for name in proto_methods(service) if name not in cls.__dict__]
         if missing:

@@ -39,6 +39,7 @@ __all__ = [
     "deploy",
     "ray_memory",
     "replica_counts",
+    "set_ray_auth",
     "start_local",
     "wait_running",
 ]
@@ -55,7 +56,9 @@ class LocalServe:
     auth: str
 
 
-def _set_auth(auth: Literal["disabled", "token"], temp_dir: Path) -> None:
+def set_ray_auth(auth: Literal["disabled", "token"], temp_dir: Path) -> None:
+    """Set Ray's auth mode (and, for ``token``, a token file in ``temp_dir``) for this
+    process and the cluster it starts; call it before Ray is imported."""
     os.environ["RAY_AUTH_MODE"] = auth
     if auth == "token" and not (
         os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
@@ -70,7 +73,7 @@ def _set_auth(auth: Literal["disabled", "token"], temp_dir: Path) -> None:
 def _runtime_env(env_vars: Mapping[str, str] | None, grpc_host: str) -> dict[str, Any]:
     runtime_env: dict[str, Any] = {"env_vars": dict(env_vars or {})}
     if is_loopback(grpc_host):
-        runtime_env["worker_process_setup_hook"] = "tribunal.deploy._loopback:bind_loopback"
+        runtime_env["worker_process_setup_hook"] = "tribunal.deploy._loopback.bind_loopback"
     elif grpc_host not in ("0.0.0.0", "::", "[::]"):
         raise ConfigError(
             f"Serve's gRPC proxy can listen on 127.0.0.1 or on every interface (0.0.0.0), "
@@ -108,7 +111,7 @@ def start_local(
     temp_dir = temp_dir.resolve()
     temp_dir.mkdir(parents=True, exist_ok=True)
     # Before Ray is imported: its core library reads the auth mode when it loads.
-    _set_auth(auth, temp_dir)
+    set_ray_auth(auth, temp_dir)
     import ray
     from ray import serve
 

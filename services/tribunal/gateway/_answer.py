@@ -62,7 +62,6 @@ _REASONS = {
     FailureKind.MALFORMED: gateway_pb2.FALLBACK_REASON_MALFORMED_RESPONSE,
 }
 _VERIFIED = retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
-_SELF_EVIDENCED = retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED
 
 
 @dataclass(frozen=True)
@@ -162,7 +161,7 @@ class AnswerPipeline:
         signals = _candidate_signals(candidates, matches)
         versions = _versions(trace, matches, self.settings.candidates)
         try:
-            self.policy.scorer.check_versions(versions)
+            self.policy.scorer.check_versions(versions, strict=True)
         except FailedPreconditionError as exc:
             # Calibrated on another KB version or matcher: nothing here is certified.
             _audit_signals(trace, candidates, signals, None)
@@ -170,6 +169,14 @@ class AnswerPipeline:
             return self._fallback(
                 trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD, error=exc.message
             )
+        if not self.policy.scorer.accepts_anything:
+            # A configured state, known before scoring: the trusted calibrator certified no
+            # threshold for alpha. The gateway's own confidences are audited; nothing is asked.
+            own = expected_scores(self.policy, signals)
+            _audit_signals(trace, candidates, signals, own)
+            response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD)
+            response.confidence = max(score.confidence for score in own)
+            return response
         scores = self._score(trace, deadline, call_id, candidates, signals, versions=versions)
         return self._decide(trace, candidates, signals, scores, kb_version)
 

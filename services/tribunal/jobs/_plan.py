@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
+from scipy import special, stats
 
 from ..confidence import (
     RISK_METHODS,
@@ -150,12 +150,15 @@ def _fit_platt(sample: _Sample, queries: int) -> PlanCalibrator:
             field="input",
         )
     x = _logit(sample.scores).reshape(-1, 1)
-    model = LogisticRegression(C=1e4, max_iter=1000).fit(x, sample.gold)
+    # Newton steps: exact and fast for one feature (lbfgs takes tens of iterations).
+    model = LogisticRegression(C=1e4, solver="newton-cholesky", max_iter=100).fit(x, sample.gold)
     coef, intercept = float(model.coef_[0, 0]), float(model.intercept_[0])
     if coef <= 0:
         raise InvalidArgumentError(
-            "the judge's P(relevant) does not rise with the gold labels on the calibration "
-            "queries: this judge cannot label this data automatically",
+            f"the judge's P(relevant) does not rise with the gold labels on the {queries} "
+            f"calibration queries ({sample.gold.size} items): plan on a sample of more queries "
+            "(or a larger --calibration-share); if it persists, this judge cannot label this "
+            "data automatically",
             field="input",
         )
     return PlanCalibrator(
@@ -252,16 +255,18 @@ def _grid(
     """Bonferroni over every (low, high) pair; the certified pair with most automatic labels."""
     pairs = _grid_pairs()
     level = delta / len(pairs)
+    relevant = gold == 1
     best: tuple[int, float, float, float] | None = None
     for low, high in pairs:
-        outcome = band_outcome(calibrated, gold, high, low)
-        if outcome.auto_labelled == 0:
+        upper = calibrated >= high
+        lower = (calibrated <= low) & ~upper  # the upper threshold wins a tie, as in apply_band
+        auto = int(upper.sum() + lower.sum())
+        if auto == 0 or (best is not None and auto <= best[0]):
             continue
-        if binomial_p_value(outcome.errors, outcome.auto_labelled, epsilon) > level:
+        errors = int((upper & ~relevant).sum() + (lower & relevant).sum())
+        if binomial_p_value(errors, auto, epsilon) > level:
             continue
-        bound = clopper_pearson_upper(outcome.errors, outcome.auto_labelled, level)
-        if best is None or outcome.auto_labelled > best[0]:
-            best = (outcome.auto_labelled, low, high, bound)
+        best = (auto, low, high, clopper_pearson_upper(errors, auto, level))
     if best is None:
         return None, len(pairs), None
     return (best[1], best[2]), len(pairs), best[3]
@@ -270,23 +275,23 @@ def _grid(
 def _curve(
     calibrated: NDArray[np.float64], gold: NDArray[np.int64], delta: float
 ) -> list[CurvePoint]:
-    points = []
-    for high in _CURVE:
-        outcome = band_outcome(calibrated, gold, float(high), float(1.0 - high))
-        bound = (
-            clopper_pearson_upper(outcome.errors, outcome.auto_labelled, delta)
-            if outcome.auto_labelled
-            else None
+    outcomes = [band_outcome(calibrated, gold, float(h), float(1.0 - h)) for h in _CURVE]
+    errors = np.array([o.errors for o in outcomes])
+    auto = np.array([o.auto_labelled for o in outcomes])
+    # clopper_pearson_upper for every point at once: the (1 - δ) quantile of
+    # Beta(errors + 1, auto - errors), 1 when every automatic label is wrong.
+    open_ = errors < auto
+    bounds = np.ones(auto.size)
+    bounds[open_] = stats.beta.ppf(1.0 - delta, errors[open_] + 1, auto[open_] - errors[open_])
+    return [
+        CurvePoint(
+            calibrated_high=float(high),
+            human_share=round(outcome.human_share, 6),
+            error=None if outcome.error is None else round(outcome.error, 6),
+            upper_bound=round(float(bound), 6) if outcome.auto_labelled else None,
         )
-        points.append(
-            CurvePoint(
-                calibrated_high=float(high),
-                human_share=round(outcome.human_share, 6),
-                error=None if outcome.error is None else round(outcome.error, 6),
-                upper_bound=None if bound is None else round(bound, 6),
-            )
-        )
-    return points
+        for high, outcome, bound in zip(_CURVE, outcomes, bounds, strict=True)
+    ]
 
 
 def _band(calibrator: PlanCalibrator, low: float, high: float) -> BandChoice:

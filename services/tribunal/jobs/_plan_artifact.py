@@ -165,7 +165,7 @@ class DebateRouting(_Part):
 class LabelPlan(_Part):
     """A certified labelling plan (see the module docstring)."""
 
-    format: Literal["tribunal.label-plan/1"] = PLAN_FORMAT
+    format: Literal["tribunal.label-plan/1"] = "tribunal.label-plan/1"
     version: str = ""
     created: str
     judge: JudgeBinding

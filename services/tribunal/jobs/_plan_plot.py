@@ -33,10 +33,12 @@ def write_plan_plot(plan: LabelPlan, path: Path) -> None:
     points = [p for p in plan.curve if p.error is not None]
     share = [p.human_share for p in points]
     figure, axes = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    axes.plot(share, [p.error for p in points], label="observed error (certification items)")
+    errors = [float("nan") if p.error is None else p.error for p in points]
+    bounds = [float("nan") if p.upper_bound is None else p.upper_bound for p in points]
+    axes.plot(share, errors, label="observed error (certification items)")
     axes.plot(
         share,
-        [p.upper_bound for p in points],
+        bounds,
         linestyle="--",
         label=f"pointwise {1 - cert.delta:.0%} upper bound",
     )

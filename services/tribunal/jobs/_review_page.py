@@ -240,7 +240,9 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
 });
 
-api("/api/session").then((body) => signedIn(body.annotator), () => signedOut()).then(next);
+api("/api/session")
+  .then((body) => (body.annotator ? signedIn(body.annotator) : signedOut()), () => signedOut())
+  .then(next);
 """
 
 _BODY = """

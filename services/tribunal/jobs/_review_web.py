@@ -2,8 +2,8 @@
 
 ``GET /`` is one static page (vanilla JS and CSS inline, no build step);
 ``POST /api/session`` ``{"key"}`` signs an annotator in with the key
-``tribunal review add-annotator NAME`` printed (``GET`` says who is signed in,
-``DELETE`` signs out); ``GET /api/next[?skip=TOKEN,...]`` the annotator's next
+``tribunal review add-annotator NAME`` printed (``GET`` says who is signed in, or
+null; ``DELETE`` signs out); ``GET /api/next[?skip=TOKEN,...]`` the annotator's next
 item, ``POST /api/vote`` ``{"item", "label", "seconds"}`` records a vote under the
 signed-in name (a second vote on the same item is refused, 409), ``GET /api/stats``
 queue progress. The page renders every value with ``textContent``, never as HTML,
@@ -208,7 +208,11 @@ class _ReviewApi:
                 response.delete_cookie(SESSION_COOKIE, path="/", samesite="strict")
                 return response
             if request.method == "GET":
-                return JSONResponse({"annotator": await self.signed_in(request)})
+                # Not signed in is an answer here, not an error: the page asks on load.
+                try:
+                    return JSONResponse({"annotator": await self.signed_in(request)})
+                except UnauthenticatedError:
+                    return JSONResponse({"annotator": None})
             body = _json_body(request.headers.get("content-type", ""), await request.body())
             key = body.get("key") if isinstance(body, dict) else None
             if not isinstance(key, str) or not key.strip():
