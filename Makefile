@@ -12,7 +12,7 @@ export RAY_TMPDIR ?= $(CURDIR)/.build/ray
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
 .DEFAULT_GOAL := help
-.PHONY: help install models demo test test-all test-fast lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests browser
+.PHONY: help install models demo test test-all test-fast fuzz lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests browser
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -42,6 +42,13 @@ test-all: models browser ## every test, including the `extended` ones CI covers 
 
 test-fast: install browser ## tests that need no model weights
 	$(BIN)/pytest -q -m "not models"
+
+# Every RPC of every service, fuzzed (the same test `make test` runs with 200 requests).
+FUZZ_N ?= 1000
+FUZZ_SEED ?= 20261201
+fuzz: models ## fuzz every RPC of every service: FUZZ_N requests each (default 1000), figures in .build/fuzz/report.json
+	FUZZ_N=$(FUZZ_N) FUZZ_SEED=$(FUZZ_SEED) FUZZ_REPORT=.build/fuzz/report.json \
+	  $(BIN)/pytest -q -s -m fuzz tests/integration/test_fuzz.py
 
 # The review page's browser test drives Debian's chromium through Playwright
 # (executable_path): never `playwright install`, which downloads its own build.

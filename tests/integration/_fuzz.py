@@ -5,10 +5,12 @@ server built by the service's own ``build_host`` (the same host ``tribunal serve
 runs), in configurations cheap enough to fuzz: retrieval on MiniLM (no verifier, no
 reranker), entailment with the model-free lexical checker, confidence with the
 shipped calibrator, the ensemble's feature matcher (MPNet) and a relevance judge on the
-135M model, and a gateway wired to those stages over gRPC. The debate's agents are the
-one TEST DOUBLE: a scripted engine (``tests/unit/_debate_engine.py``) that answers each
-turn at once, because a real debate takes seconds per turn and the fuzzer targets the
-service's handling of requests, not the model.
+MiniLM query-passage cosine alone (an artifact of one feature, coefficients chosen: no
+LLM, so that thousands of valid requests stay cheap), and a gateway wired to those stages
+over gRPC. The debate's agents are the one TEST DOUBLE: a scripted engine
+(``tests/unit/_debate_engine.py``) that answers each turn at once, because a real debate
+takes seconds per turn and the fuzzer targets the service's handling of requests, not the
+model.
 
 :func:`fuzz_rpc` sends requests of five kinds to one RPC, from a seed (a valid
 request) and a ``random.Random``: one-field mutations, random messages, random bytes,
@@ -39,6 +41,7 @@ from tribunal.core.server import ServiceBinding, ServiceHost
 from tribunal.debate import DreamDebate
 from tribunal.debate.servicer import SERVICE_NAME as DEBATE_SERVICE
 from tribunal.debate.servicer import DebateServicer
+from tribunal.ensemble import RelevanceArtifact, RelevanceFeature
 from tribunal.retrieval.servicer import entry_to_proto
 from tribunal.v1 import (
     common_pb2,
@@ -51,7 +54,6 @@ from tribunal.v1 import (
     retrieval_pb2,
 )
 
-from tests.integration._relevance import write_tiny_artifact
 from tests.integration._retrieval import ENTRIES
 from tests.unit._debate_engine import ScriptedEngine, turn_json
 
@@ -194,7 +196,17 @@ def _debate_host(settings: Settings) -> ServiceHost:
 
 
 def stack_settings(root: Path) -> Settings:
-    relevance = write_tiny_artifact(root / "relevance.json")
+    relevance = root / "relevance.json"
+    RelevanceArtifact(
+        version="fuzz-cosine",
+        features=(RelevanceFeature("embedder/cosine", "cosine", "embedder"),),
+        coef=(6.0,),
+        intercept=-3.0,
+        threshold=0.5,
+        band_low=0.3,
+        band_high=0.7,
+        fitted_on={"data": "chosen for the fuzzer", "n": 0},
+    ).save(relevance)
     return load_settings(
         "tiny",
         data_dir=str(root / "data"),
@@ -357,7 +369,7 @@ _ODD = [
     "\x00",
     "\x00" * 7,
     "😀🎉👍",
-    "‮evil‭",
+    "\u202eevil\u202d",
     "e\u0301\u0301\u0301",
     "'; DROP TABLE audit_decisions; --",
     "../../etc/passwd",
@@ -455,22 +467,22 @@ def random_message(descriptor: Descriptor, rng: random.Random, depth: int = 0) -
     message = message_factory.GetMessageClass(descriptor)()
     if depth > 3:
         return message
-    for field in descriptor.fields:
+    for member in descriptor.fields:
         if rng.random() < 0.6:
-            set_random(message, field, rng, depth)
+            set_random(message, member, rng, depth)
     return message
 
 
 def _fields(message: Message) -> Iterator[tuple[Message, FieldDescriptor]]:
     """Every (message, field) of ``message`` and of the messages set inside it."""
-    for field in message.DESCRIPTOR.fields:
-        yield message, field
-    for field, value in message.ListFields():
-        if field.type != FieldDescriptor.TYPE_MESSAGE:
+    for member in message.DESCRIPTOR.fields:
+        yield message, member
+    for member, value in message.ListFields():
+        if member.type != FieldDescriptor.TYPE_MESSAGE:
             continue
-        if field.message_type.GetOptions().map_entry:
+        if member.message_type.GetOptions().map_entry:
             continue
-        for inner in value if _repeated(field) else [value]:
+        for inner in value if _repeated(member) else [value]:
             yield from _fields(inner)
 
 

@@ -8,7 +8,6 @@ and the new token both work until the old one is removed from the file.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,26 +21,12 @@ from tribunal.core import ServerSettings
 from tribunal.core.server import ServiceBinding, ServiceHost, caller_of, token_sha256
 from tribunal.v1 import confidence_pb2, confidence_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
 
+from tests.integration._certificates import certificate
 from tests.integration._test_service import binding
 
 pytestmark = pytest.mark.security
 
 TOKEN = "s3cret-token-of-the-admin"
-
-
-def _certificate(folder: Path, name: str) -> tuple[Path, Path]:
-    """A self-signed certificate for localhost (openssl, as an operator would make one)."""
-    cert, key = folder / f"{name}.pem", folder / f"{name}.key"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-            "-keyout", str(key), "-out", str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
 
 
 def _host(*bindings: ServiceBinding, **server: object) -> Iterator[int]:
@@ -78,7 +63,7 @@ def test_bearer_token_guards_methods_but_not_health() -> None:
 
 
 def test_tls_and_mutual_tls(tmp_path: Path) -> None:
-    cert, key = _certificate(tmp_path, "server")
+    cert, key = certificate(tmp_path, "server")
     for port in _host(tls_cert_file=cert, tls_key_file=key):
         trusted = grpc.ssl_channel_credentials(cert.read_bytes())
         with grpc.secure_channel(f"localhost:{port}", trusted) as channel:
@@ -86,7 +71,7 @@ def test_tls_and_mutual_tls(tmp_path: Path) -> None:
         with grpc.insecure_channel(f"localhost:{port}") as plain, pytest.raises(grpc.RpcError):
             _score(plain)
 
-    client_cert, client_key = _certificate(tmp_path, "client")
+    client_cert, client_key = certificate(tmp_path, "client")
     for port in _host(tls_cert_file=cert, tls_key_file=key, tls_client_ca_file=client_cert):
         anonymous = grpc.ssl_channel_credentials(cert.read_bytes())
         with (

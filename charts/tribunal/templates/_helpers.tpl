@@ -46,6 +46,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* The Secret of credentials the pods mount (existing, or made by the chart). */}}
+{{- define "tribunal.credentialsSecret" -}}
+{{- default (printf "%s-credentials" (include "tribunal.fullname" .)) .Values.credentials.existingSecret -}}
+{{- end -}}
+
 {{/* The Ray custom resource a worker group advertises; applications request it. */}}
 {{- define "tribunal.groupResource" -}}
 {{- printf "tribunal_group_%s" . | replace "-" "_" -}}
@@ -190,6 +195,12 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
   emptyDir:
     sizeLimit: {{ .root.Values.data.sizeLimit }}
 {{- end }}
+# Who may call the applications: kubelet refreshes the files when the Secret changes.
+- name: credentials
+  secret:
+    secretName: {{ include "tribunal.credentialsSecret" .root }}
+    # 0440 (read for the owner and the pod's fsGroup only).
+    defaultMode: 288
 {{- end -}}
 
 {{- define "tribunal.volumeMounts" -}}
@@ -201,6 +212,9 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
   mountPath: /models
 - name: data
   mountPath: /data
+- name: credentials
+  mountPath: /etc/tribunal/credentials
+  readOnly: true
 {{- end -}}
 
 {{/* Copy the weights baked into the image (the tiny profile's) into the model volume,
@@ -275,7 +289,12 @@ the deployment entry (Serve applies them over the code's without a restart, and
 {{- else -}}
 {{- $_ := set $entry "autoscaling_config" $autoscaling -}}
 {{- end -}}
-{{- $apps = append $apps (dict "name" $name "route_prefix" (printf "/%s" $name) "import_path" (printf "tribunal.deploy.apps:%s" $name) "args" (dict "profile" $root.Values.profile "settings" $settings) "deployments" (list $entry)) -}}
+{{- $app := dict "name" $name "route_prefix" (printf "/%s" $name) "import_path" (printf "tribunal.deploy.apps:%s" $name) "args" (dict "profile" $root.Values.profile "settings" $settings) "deployments" (list $entry) -}}
+{{- /* A stage without a route is reached only through the gateway's handles. */ -}}
+{{- if and (ne $name "gateway") (not $root.Values.serve.exposeStages) -}}
+{{- $_ := set $app "route_prefix" nil -}}
+{{- end -}}
+{{- $apps = append $apps $app -}}
 {{- end -}}
 {{- include "tribunal.checkCapacity" $root -}}
 {{- $servicers := list -}}

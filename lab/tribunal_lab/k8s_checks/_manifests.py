@@ -38,8 +38,13 @@ REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "tribunal"
 K8S = REPO / "k8s"
 RELEASE = "tribunal"
-# Plain manifests read their settings Secret by this name (docs/operations.md: how to create it).
-_PLAIN_VALUES: dict[str, Any] = {"secrets": {"existingSecret": "tribunal-secrets"}}
+# Plain manifests read their settings Secret by this name (docs/operations.md: how to create it),
+# and their credentials from a Secret the operator makes (docs/security.md): a generated one
+# would hold new random tokens at every render.
+_PLAIN_VALUES: dict[str, Any] = {
+    "secrets": {"existingSecret": "tribunal-secrets"},
+    "credentials": {"existingSecret": "tribunal-credentials", "generate": False},
+}
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,7 @@ def generate_k8s(root: Path = K8S) -> dict[Path, str]:
         overlay_values = load_values(values_set.values_file) or {}
         merged = {**overlay_values, "secrets": {**overlay_values.get("secrets", {})}}
         merged["secrets"].setdefault("existingSecret", "tribunal-secrets")
+        merged.setdefault("credentials", _PLAIN_VALUES["credentials"])
         docs = plain(render_chart(merged))
         wanted = {resource_key(d): d for d in docs}
         kustomization: dict[str, Any] = {
@@ -231,6 +237,7 @@ def expected_overlay(values_set: ValuesSet) -> list[dict[str, Any]]:
     overlay_values = load_values(values_set.values_file) or {}
     merged = {**overlay_values, "secrets": {**overlay_values.get("secrets", {})}}
     merged["secrets"].setdefault("existingSecret", "tribunal-secrets")
+    merged.setdefault("credentials", _PLAIN_VALUES["credentials"])
     docs = plain(render_chart(merged if values_set.overlay else _PLAIN_VALUES))
     if values_set.overlay:
         for doc in docs:

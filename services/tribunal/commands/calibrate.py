@@ -156,9 +156,9 @@ def _observe(
     from tqdm import tqdm
 
     from ..confidence import CalibrationBinding, embedder_version
+    from ..core.server import ServiceHost
     from ..gateway import AnswerPipeline
     from ..gateway._checks import AnswerPolicy
-    from ..core.server import ServiceHost
     from ..gateway._stages import StageError, StageTransport
     from ..gateway._wiring import connect_stages, serve_stages
     from ..retrieval._verification import checker_version

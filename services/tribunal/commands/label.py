@@ -12,14 +12,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from ..core import FailedPreconditionError, InvalidArgumentError, Settings, load_settings
 from ..gateway import LabelMode
-from . import _label_plan
+from . import _label_estimate, _label_plan, _label_status
 
 __all__ = ["register"]
 
@@ -90,14 +89,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--report", type=Path, default=None, help="write the cost report as JSON")
+    _label_estimate.add_arguments(run)
     run.set_defaults(func=_run)
 
-    status = actions.add_parser("status", help="jobs and their counts")
-    status.add_argument("--job", default=None, help="one job (default: all)")
-    status.add_argument("--database-url", default=None)
-    status.add_argument("--profile", default=None)
-    status.add_argument("--json", action="store_true")
-    status.set_defaults(func=_status)
+    _label_status.register(actions)
 
     export = actions.add_parser(
         "export", help="labels JSONL, qrels (+ holes), escalation queue of a job"
@@ -240,6 +235,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.ray and args.gateway:
         raise InvalidArgumentError("choose --ray or --gateway, not both", field="ray")
     settings = _settings(args)
+    if args.estimate is not None:
+        return _estimate(args, settings)
     store = _store(settings)
     try:
         plan = _label_plan.plan_for_run(args, store)
@@ -259,6 +256,35 @@ def _run(args: argparse.Namespace) -> int:
         return 0 if report.remaining == report.held_by_others else 1
     finally:
         store.close()
+
+
+def _estimate(args: argparse.Namespace, settings: Settings) -> int:
+    """``--estimate``: the job's input (or a resumed job's pending items), a timed sample,
+    the projection per mode; no job is created and nothing is written."""
+    from ..jobs import ItemLimits, check_items, read_items
+
+    if args.resume:
+        store = _store(settings)
+        try:
+            store.job(args.job)
+            items = store.pending(args.job)
+        finally:
+            store.close()
+    else:
+        items = read_items(_spec(args))[: args.limit]
+    items, _ = check_items(items, ItemLimits.from_settings(settings))
+    print(f"estimating on {min(args.estimate, len(items))} of {len(items)} item(s) ...", flush=True)
+    print(
+        _label_estimate.estimate_job(
+            settings,
+            items,
+            sample=args.estimate,
+            modes=args.estimate_modes,
+            report=args.report,
+        ),
+        end="",
+    )
+    return 0
 
 
 def _open_job(args: argparse.Namespace, settings: Settings, store: Any, plan: Any = None) -> str:
@@ -327,6 +353,7 @@ def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) 
             batch_size=args.batch_size,
             progress=not args.no_progress,
             address=args.ray_address,
+            lease_s=args.lease_seconds,
         )
     started = time.perf_counter()
     labeller: Labeller
@@ -374,47 +401,6 @@ def _write_outputs(store: Any, job: str, paths: dict[str, Path]) -> None:
         f"{counts.escalations} for humans -> {paths['escalations']}"
         + (f"; {counts.pending} still pending" if counts.pending else "")
     )
-
-
-def _status(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    store = _store(settings)
-    try:
-        jobs = [store.job(args.job)] if args.job else store.jobs()
-        rows = [
-            {
-                "job": job.name,
-                "mode": job.mode,
-                "status": job.status,
-                "created_at": job.created_at.isoformat() if job.created_at else None,
-                **store.counts(job.name).to_json(),
-            }
-            for job in jobs
-        ]
-    finally:
-        store.close()
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("no label jobs", file=sys.stderr)
-        return 0
-    print("| job | mode | status | total | labelled | relevant | escalated | pending | tokens |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        cells = [
-            row["job"],
-            row["mode"],
-            row["status"],
-            row["total"],
-            row["finished"],
-            row["relevant"],
-            row["escalated"],
-            row["pending"],
-            row["tokens"],
-        ]
-        print("| " + " | ".join(str(c) for c in cells) + " |")
-    return 0
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -251,11 +251,9 @@ class AnswerPipeline:
             raise StageError("retrieval", FailureKind.MALFORMED, "not a SearchResponse")
         hits = check_search(response, request_id=call_id, query=trace.query, policy=self.policy)
         trace.candidate_ids = [hit.entry.id for hit in hits]
-        trace.versions["kb"] = {
-            "collection": trace.collection,
-            "version": response.kb_version,
-            "content": response.kb_content_version,
-        }
+        trace.versions["kb"] = {"collection": trace.collection, "version": response.kb_version}
+        if response.kb_content_version:
+            trace.versions["kb"]["content"] = response.kb_content_version
         return hits, response.kb_version
 
     def _servable(

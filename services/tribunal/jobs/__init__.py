@@ -13,6 +13,7 @@ Items run through ``Gateway.Label``'s own pipeline; results are written once per
 from typing import Any
 
 from ._compare import JobComparison, compare_jobs, comparison_markdown
+from ._heartbeat import LeaseHeartbeat
 from ._inputs import (
     JSONL_FIELDS,
     InputSpec,
@@ -54,7 +55,16 @@ from ._review import (
 )
 from ._review_tables import ReviewVoteRow
 from ._runner import JobProgress, RunReport, batched, run_job
-from ._store import ItemResult, JobCounts, JobInfo, JobItem, JobStore, check_job_name, runner_id
+from ._store import (
+    ItemResult,
+    JobCounts,
+    JobInfo,
+    JobItem,
+    JobStore,
+    LeaseHolder,
+    check_job_name,
+    runner_id,
+)
 from ._tables import JobItemRow, LabelJobRow
 
 __all__ = [
@@ -82,6 +92,8 @@ __all__ = [
     "LabelJobRow",
     "LabelPlan",
     "Labeller",
+    "LeaseHeartbeat",
+    "LeaseHolder",
     "Method",
     "PartialBatchError",
     "PipelineLabeller",

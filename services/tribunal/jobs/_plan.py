@@ -76,9 +76,11 @@ from ._plan_artifact import (
 
 __all__ = [
     "DEFAULT_CALIBRATION_SHARE",
+    "DEFAULT_CALIBRATOR",
     "DEFAULT_METHOD",
     "GRID_STEP",
     "BandOutcome",
+    "CalibratorKind",
     "Scheme",
     "apply_band",
     "band_outcome",
@@ -87,7 +89,9 @@ __all__ = [
 ]
 
 Scheme = Literal["nested", "grid"]
+CalibratorKind = Literal["platt", "isotonic"]
 DEFAULT_METHOD = "ltt"
+DEFAULT_CALIBRATOR: CalibratorKind = "platt"
 DEFAULT_CALIBRATION_SHARE = 0.3
 GRID_STEP = 0.05
 """Spacing of the ``grid`` scheme's calibrated thresholds (0.05, 0.10, …, 0.95)."""
@@ -129,26 +133,55 @@ def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def calibrate(calibrator: PlanCalibrator, scores: ArrayLike) -> NDArray[np.float64]:
     """Calibrated P(relevant) of judge scores."""
-    z = calibrator.coef * _logit(np.asarray(scores, dtype=np.float64)) + calibrator.intercept
-    result: NDArray[np.float64] = special.expit(z)
+    p = np.asarray(scores, dtype=np.float64)
+    if calibrator.kind == "isotonic":
+        return np.interp(p, calibrator.x, calibrator.y)
+    assert calibrator.coef is not None and calibrator.intercept is not None
+    result: NDArray[np.float64] = special.expit(calibrator.coef * _logit(p) + calibrator.intercept)
     return result
 
 
-def _judge_threshold(calibrator: PlanCalibrator, calibrated: float) -> float:
-    """The judge score whose calibrated P is ``calibrated`` (the calibrator's inverse)."""
-    logit = (math.log(calibrated / (1.0 - calibrated)) - calibrator.intercept) / calibrator.coef
-    return float(special.expit(logit))
+def _judge_threshold(calibrator: PlanCalibrator, calibrated: float, side: str) -> float | None:
+    """The judge score where the calibrated P reaches ``calibrated``: the lowest score with
+    calibrated P ≥ it (``side="high"``) or the highest with P ≤ it (``"low"``); None when
+    no score does."""
+    if calibrator.kind == "platt":
+        assert calibrator.coef is not None and calibrator.intercept is not None
+        if calibrated <= 0.0 or calibrated >= 1.0:
+            return None
+        logit = (math.log(calibrated / (1.0 - calibrated)) - calibrator.intercept) / calibrator.coef
+        return float(special.expit(logit))
+    x, y = np.asarray(calibrator.x), np.asarray(calibrator.y)
+    if side == "high":
+        if y[-1] < calibrated:
+            return None
+        j = int(np.argmax(y >= calibrated))
+        if j == 0:
+            return 0.0
+    else:
+        if y[0] > calibrated:
+            return None
+        j = int(np.flatnonzero(y <= calibrated)[-1]) + 1
+        if j == y.size:
+            return 1.0
+    # On the segment from point j - 1 to j, where the calibrated P crosses the value.
+    x0, x1, y0, y1 = x[j - 1], x[j], y[j - 1], y[j]
+    return float(x0 + (calibrated - y0) * (x1 - x0) / (y1 - y0)) if y1 > y0 else float(x0)
 
 
-def _fit_platt(sample: _Sample, queries: int) -> PlanCalibrator:
-    from sklearn.linear_model import LogisticRegression
-
+def _check_classes(sample: _Sample) -> None:
     if np.unique(sample.gold).size < 2:
         raise InvalidArgumentError(
             "the calibration queries hold only one class: label a sample with relevant and "
             "irrelevant items for several queries (or change --seed)",
             field="input",
         )
+
+
+def _fit_platt(sample: _Sample, queries: int) -> PlanCalibrator:
+    from sklearn.linear_model import LogisticRegression
+
+    _check_classes(sample)
     x = _logit(sample.scores).reshape(-1, 1)
     # Newton steps: exact and fast for one feature (lbfgs takes tens of iterations).
     model = LogisticRegression(C=1e4, solver="newton-cholesky", max_iter=100).fit(x, sample.gold)
@@ -162,7 +195,23 @@ def _fit_platt(sample: _Sample, queries: int) -> PlanCalibrator:
             field="input",
         )
     return PlanCalibrator(
-        coef=coef, intercept=intercept, items=int(sample.gold.size), queries=queries
+        kind="platt", coef=coef, intercept=intercept, items=int(sample.gold.size), queries=queries
+    )
+
+
+def _fit_isotonic(sample: _Sample, queries: int) -> PlanCalibrator:
+    from sklearn.isotonic import IsotonicRegression
+
+    _check_classes(sample)
+    model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(
+        sample.scores, sample.gold
+    )
+    return PlanCalibrator(
+        kind="isotonic",
+        x=[float(v) for v in model.X_thresholds_],
+        y=[float(v) for v in model.y_thresholds_],
+        items=int(sample.gold.size),
+        queries=queries,
     )
 
 
@@ -295,11 +344,19 @@ def _curve(
 
 
 def _band(calibrator: PlanCalibrator, low: float, high: float) -> BandChoice:
+    relevant_at = _judge_threshold(calibrator, high, "high")
+    irrelevant_at = _judge_threshold(calibrator, low, "low")
     return BandChoice(
-        relevant_at=_judge_threshold(calibrator, high),
-        irrelevant_at=_judge_threshold(calibrator, low),
+        relevant_at=1.0 if relevant_at is None else relevant_at,
+        irrelevant_at=(
+            0.0
+            if irrelevant_at is None
+            else min(irrelevant_at, 1.0 if relevant_at is None else relevant_at)
+        ),
         calibrated_high=high,
         calibrated_low=low,
+        auto_relevant=relevant_at is not None,
+        auto_irrelevant=irrelevant_at is not None,
     )
 
 
@@ -328,6 +385,7 @@ def fit_plan(
     data: Mapping[str, Any],
     method: str = DEFAULT_METHOD,
     scheme: Scheme = "nested",
+    calibrator_kind: CalibratorKind = DEFAULT_CALIBRATOR,
     calibration_share: float = DEFAULT_CALIBRATION_SHARE,
     seed: int = 0,
     created: str | None = None,
@@ -352,6 +410,10 @@ def fit_plan(
         )
     if scheme not in ("nested", "grid"):
         raise InvalidArgumentError(f"scheme must be nested or grid, got {scheme!r}", field="scheme")
+    if calibrator_kind not in ("platt", "isotonic"):
+        raise InvalidArgumentError(
+            f"calibrator must be platt or isotonic, got {calibrator_kind!r}", field="calibrator"
+        )
     sample = _sample(scores, gold, queries)
     calibration_queries, certification_queries = _split_queries(
         sample.queries, calibration_share, seed
@@ -360,7 +422,8 @@ def fit_plan(
     fit_part = _Sample(
         sample.scores[in_calibration], sample.gold[in_calibration], sample.queries[in_calibration]
     )
-    calibrator = _fit_platt(fit_part, len(calibration_queries))
+    fit = _fit_isotonic if calibrator_kind == "isotonic" else _fit_platt
+    calibrator = fit(fit_part, len(calibration_queries))
     scores_c, gold_c = sample.scores[~in_calibration], sample.gold[~in_calibration]
     calibrated = calibrate(calibrator, scores_c)
 

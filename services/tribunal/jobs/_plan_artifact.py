@@ -81,19 +81,40 @@ class PlanSplit(_Part):
 
 
 class PlanCalibrator(_Part):
-    """Platt scaling of the judge's P(relevant): sigmoid(coef · logit(p) + intercept)."""
+    """Calibration of the judge's P(relevant), fitted on the calibration queries.
 
-    kind: Literal["platt"] = "platt"
-    coef: float = Field(gt=0.0)
-    """Positive: calibrated P rises with the judge's P (checked when fitting)."""
-    intercept: float
+    ``platt``: sigmoid(coef · logit(p) + intercept), coef > 0. ``isotonic``: the monotone
+    piecewise-linear map through the points (``x``, ``y``), flat beyond its ends.
+    """
+
+    kind: Literal["platt", "isotonic"] = "platt"
+    coef: float | None = None
+    intercept: float | None = None
+    x: list[float] = Field(default_factory=list)
+    y: list[float] = Field(default_factory=list)
     items: int = Field(ge=1)
     queries: int = Field(ge=1)
 
     @model_validator(mode="after")
-    def _finite(self) -> Self:
-        if not (math.isfinite(self.coef) and math.isfinite(self.intercept)):
-            raise ValueError("calibrator coef and intercept must be finite")
+    def _parameters(self) -> Self:
+        if self.kind == "platt":
+            if self.coef is None or self.intercept is None or self.x or self.y:
+                raise ValueError("a platt calibrator has coef and intercept only")
+            if not (math.isfinite(self.coef) and math.isfinite(self.intercept)):
+                raise ValueError("calibrator coef and intercept must be finite")
+            if self.coef <= 0:
+                raise ValueError("calibrator coef must be > 0")
+            return self
+        if self.coef is not None or self.intercept is not None:
+            raise ValueError("an isotonic calibrator has x and y only")
+        if not self.x or len(self.x) != len(self.y):
+            raise ValueError("an isotonic calibrator needs as many x as y values (at least one)")
+        if any(b < a for a, b in zip(self.x, self.x[1:], strict=False)) or any(
+            b < a for a, b in zip(self.y, self.y[1:], strict=False)
+        ):
+            raise ValueError("isotonic x and y must be non-decreasing")
+        if not all(0.0 <= v <= 1.0 for v in (*self.x, *self.y)):
+            raise ValueError("isotonic x and y must lie in [0, 1]")
         return self
 
 
@@ -106,6 +127,11 @@ class BandChoice(_Part):
     """Judge P(relevant) ≤ this: labelled IRRELEVANT automatically; between: humans."""
     calibrated_high: Probability = Field(ge=0.0, le=1.0)
     calibrated_low: Probability = Field(ge=0.0, le=1.0)
+    auto_relevant: bool = True
+    """False: no judge score reaches ``calibrated_high``; ``relevant_at`` is then 1.0 and
+    nothing is labelled RELEVANT automatically (a judge P of exactly 1 aside)."""
+    auto_irrelevant: bool = True
+    """False: likewise for IRRELEVANT; ``irrelevant_at`` is then 0.0."""
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:

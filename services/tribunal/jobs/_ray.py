@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..core import Settings
+from ._heartbeat import LeaseHeartbeat
 from ._inputs import LabelItem
 from ._runner import JobProgress, RunReport
-from ._store import ItemResult, JobStore
+from ._store import ItemResult, JobStore, runner_id
 
 __all__ = ["pool_size", "run_on_ray"]
 
@@ -128,8 +129,10 @@ def run_on_ray(
     batch_size: int = 4,
     progress: bool = True,
     address: str | None = None,
+    lease_s: float = 300.0,
 ) -> RunReport:
-    """Label every pending item of ``job`` on Ray (a local cluster unless ``address``)."""
+    """Label every pending item of ``job`` no other runner holds, on Ray (a local cluster
+    unless ``address``), holding them under a lease renewed every ``lease_s`` / 3."""
     import ray
 
     _init_ray(address)
@@ -139,17 +142,26 @@ def run_on_ray(
     context.print_on_execution_start = False
     size, gpus, cpus = pool_size(ray.cluster_resources(), workers)  # type: ignore[no-untyped-call]
     report = RunReport(job=job, mode=mode, runner="ray", workers=size)
+    # The items this run labels are leased to it, and the lease renewed by a heartbeat
+    # while Ray works: other runners leave them alone, and `label status` sees it running.
+    owner = runner_id()
+    pending = store.counts(job).pending
+    claimed = store.claim(job, owner, max(pending, 1), lease_s=lease_s) if pending else []
+    report.claimed = len(claimed)
     rows = [
         {
-            "item_id": entry.item.item_id,
-            "query": entry.item.query,
-            "chunk": entry.item.chunk,
-            "answers": json.dumps(list(entry.item.answers)),
+            "item_id": item.item_id,
+            "query": item.query,
+            "chunk": item.chunk,
+            "answers": json.dumps(list(item.answers)),
         }
-        for entry in store.items(job, finished=False)
+        for item in claimed
     ]
     tracker = JobProgress(store, report, total=len(rows), show=progress)
     store.set_status(job, "running")
+    heartbeat = LeaseHeartbeat(
+        store, job, owner, [row["item_id"] for row in rows], lease_s=lease_s
+    ).start()
     started = time.perf_counter()
     finished_ok = False
     try:
@@ -169,6 +181,15 @@ def run_on_ray(
     finally:
         report.wall_seconds = time.perf_counter() - started
         tracker.close()
+        heartbeat.stop()
+        store.release(job, owner)
         report.remaining = store.counts(job).pending
-        store.set_status(job, "done" if finished_ok and report.remaining == 0 else "stopped")
+        report.held_by_others = store.leased(job)
+        if finished_ok and report.remaining == 0:
+            status = "done"
+        elif finished_ok and report.remaining == report.held_by_others:
+            status = "running"  # what is left is other runners' to finish
+        else:
+            status = "stopped"
+        store.set_status(job, status)
     return report

@@ -39,7 +39,15 @@ from ..core.storage import Database
 from ._inputs import LabelItem
 from ._tables import JobItemRow, LabelJobRow
 
-__all__ = ["ItemResult", "JobCounts", "JobInfo", "JobItem", "JobStore", "runner_id"]
+__all__ = [
+    "ItemResult",
+    "JobCounts",
+    "JobInfo",
+    "JobItem",
+    "JobStore",
+    "LeaseHolder",
+    "runner_id",
+]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _INSERT_CHUNK = 500
@@ -86,6 +94,24 @@ class ItemResult:
     audit_id: str = ""
     error: str = ""
     """Why the item failed (source ``FAILED``)."""
+
+
+@dataclass(frozen=True)
+class LeaseHolder:
+    """A runner holding some of a job's pending items under an unexpired lease."""
+
+    owner: str
+    """``host/pid/start time/run`` (:func:`runner_id`)."""
+    items: int
+    expires_at: dt.datetime
+    """When its latest lease lapses unless renewed (runners renew while they work)."""
+    gone: bool
+    """Its process is known to have ended (a runner on this host); the leases are stale."""
+
+
+def _aware(moment: dt.datetime) -> dt.datetime:
+    """SQLite hands back naive datetimes: they were written in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -406,6 +432,36 @@ class JobStore:
         )
         with self.db.session() as session:
             return int(session.scalar(statement) or 0)
+
+    def lease_holders(self, name: str) -> list[LeaseHolder]:
+        """Who holds the job's pending items now: one row per owner with an unexpired
+        lease, and whether its process is known to be gone (same host only)."""
+        now = dt.datetime.now(dt.UTC)
+        statement = (
+            select(
+                JobItemRow.lease_owner,
+                func.count(),
+                func.max(JobItemRow.lease_expires_at),
+            )
+            .where(
+                JobItemRow.job == name,
+                JobItemRow.finished_at.is_(None),
+                JobItemRow.lease_expires_at >= now,
+                JobItemRow.lease_owner.is_not(None),
+            )
+            .group_by(JobItemRow.lease_owner)
+        )
+        with self.db.session() as session:
+            rows = session.execute(statement).all()
+        return [
+            LeaseHolder(
+                owner=str(owner),
+                items=int(count),
+                expires_at=_aware(expires or now),
+                gone=_process_gone(str(owner)),
+            )
+            for owner, count, expires in rows
+        ]
 
     def _free_leases_of_dead_runners(self, name: str) -> None:
         now = dt.datetime.now(dt.UTC)
