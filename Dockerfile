@@ -55,4 +55,6 @@ EXPOSE 8000 9000 8265 6379 8080 50051
 # Standalone, the gateway answers gRPC health checks (Kubernetes ignores HEALTHCHECK;
 # under KubeRay its own probes apply).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=300s CMD ["python", "-c", "import sys, grpc; from grpc_health.v1 import health_pb2 as h, health_pb2_grpc as g; r = g.HealthStub(grpc.insecure_channel('127.0.0.1:50051')).Check(h.HealthCheckRequest(), timeout=4); sys.exit(0 if r.status == h.HealthCheckResponse.SERVING else 1)"]
+# On 0.0.0.0 the gateway starts only with credentials: mount a credentials file and set
+# TRIBUNAL_SERVER__CREDENTIALS_FILE to it (docs/security.md).
 CMD ["tribunal", "serve", "gateway", "--host", "0.0.0.0"]

@@ -1,9 +1,10 @@
 """``Answer`` with per-query entailment (the old path) and without it (verified at write).
 
-Both paths run in one process against the same stage servers (every stage on one
-loopback gRPC server, as the demo's in-process gateway has them), on the demo's
-KB and questions (the COVID FAQ, a seeded sample of real user paraphrases plus
-questions the FAQ cannot answer):
+Both paths run in one process, each against its own stage servers (the stages on
+one loopback gRPC server, as the demo's in-process gateway has them; separate
+servers, so neither path finds the other's query and entry embeddings in the
+feature matcher's cache), on the demo's KB and questions (the COVID FAQ, a
+seeded sample of real user paraphrases plus questions the FAQ cannot answer):
 
 - **new**: the gateway's :class:`AnswerPipeline` — retrieval, the ensemble, the
   confidence service, every reply checked; no entailment call (each entry's
@@ -162,8 +163,9 @@ def main() -> int:
     _ingest(settings, args.data, COLLECTION)
     questions = _questions(args.data, args.queries, args.seed)
     transport, host = serve_stages(settings)
+    new_transport, new_host = serve_stages(settings, ("retrieval", "ensemble", "confidence"))
     new = AnswerPipeline(
-        settings.gateway, transport, store=None, policy=AnswerPolicy.from_settings(settings)
+        settings.gateway, new_transport, store=None, policy=AnswerPolicy.from_settings(settings)
     )
     old = PerQueryEntailment(settings, transport)
 
@@ -193,8 +195,10 @@ def main() -> int:
                 flush=True,
             )
     finally:
-        transport.close()
+        for closer in (transport.close, new_transport.close):
+            closer()
         host.stop(0)
+        new_host.stop(0)
 
     table = {}
     for name in ("old", "new"):

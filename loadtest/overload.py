@@ -4,7 +4,8 @@
 :mod:`.faults`, starts the retrieval, ensemble and confidence services as separate
 processes (``tribunal serve``) and a gateway in this process dialling them, with
 admission control set small (``--max-ongoing`` calls at work, ``--max-queued`` waiting).
-Then, with ``Answer`` on real user questions:
+Then, with ``Answer`` on ``--queries`` real user questions (asked once each first, so
+that every phase finds the stages' caches warm):
 
 1. **unloaded**: one client, back to back: the latency of a request that never waits;
 2. **capacity**: a closed loop of ``--max-ongoing`` clients: the throughput the gateway
@@ -105,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-ongoing", type=int, default=2, help="server.max_ongoing_requests")
     parser.add_argument("--max-queued", type=int, default=1, help="server.max_queued_requests")
     parser.add_argument("--factor", type=float, default=4.0, help="overload / capacity")
-    parser.add_argument("--unloaded", type=int, default=40, help="requests of phase 1")
+    parser.add_argument("--queries", type=int, default=40, help="distinct questions asked")
+    parser.add_argument("--unloaded", type=int, default=60, help="requests of phase 1")
     parser.add_argument("--capacity-requests", type=int, default=60, help="requests of phase 2")
     parser.add_argument("--duration", type=float, default=120.0, help="overload, seconds")
     parser.add_argument("--timeout", type=float, default=30.0, help="client deadline, s")
@@ -133,15 +135,18 @@ def _drive(
     args: argparse.Namespace, client: GatewayClient, asked: list[str], pids: list[int]
 ) -> dict[str, Any]:
     call = client.answer_call(asked)
-    run_closed(call, concurrency=1, requests=5, duration_s=120)  # warm-up, not reported
+    # Warm-up, not reported: every question once (the matcher caches the KB's embeddings).
+    run_closed(call, concurrency=1, requests=len(asked), duration_s=900)
     samples, wall = run_closed(call, concurrency=1, requests=args.unloaded, duration_s=600)
     unloaded = _phase(samples, wall, {"phase": "unloaded", "mode": "closed", "concurrency": 1})
+    unloaded["load_average"] = os.getloadavg()
     samples, wall = run_closed(
         call, concurrency=args.max_ongoing, requests=args.capacity_requests, duration_s=600
     )
     capacity = _phase(
         samples, wall, {"phase": "capacity", "mode": "closed", "concurrency": args.max_ongoing}
     )
+    capacity["load_average"] = os.getloadavg()
     rate = args.factor * capacity["throughput_rps"]
     with MemorySampler(pids) as memory:
         samples, wall = run_open(
@@ -157,6 +162,7 @@ def _drive(
         wall,
         {"phase": "overload", "mode": "open", "rate": round(rate, 3), "method": "Answer"},
     )
+    overload["load_average"] = os.getloadavg()
     overload["memory"] = memory.summary()
     overload["memory_samples"] = [[round(t, 1), round(mb, 1)] for t, mb in memory.samples]
     return {"unloaded": unloaded, "capacity": capacity, "overload": overload}
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         stages.wait_ready(900)
         host = _gateway(args, settings, stages)
         _, ids = _entry_ids(data_dir, settings)
-        asked = queries(args.data / "question_similarity_en.jsonl", ids, 400, args.seed)
+        asked = queries(args.data / "question_similarity_en.jsonl", ids, args.queries, args.seed)
         client = GatewayClient(f"127.0.0.1:{host.port}", timeout_s=args.timeout)
         try:
             phases = _drive(args, client, asked, [p.pid for p in stages.procs.values()])

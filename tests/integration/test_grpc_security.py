@@ -188,3 +188,31 @@ def test_old_and_new_credential_both_work_during_rotation(tmp_path: Path) -> Non
                 time.sleep(0.2)
             assert code == grpc.StatusCode.UNAUTHENTICATED
             assert _score(channel, _as("new-token-0123456789")) == 0.25
+
+
+def test_the_gateway_sends_the_stage_credential_its_file_holds(tmp_path: Path) -> None:
+    from tribunal.core import UnauthenticatedError
+    from tribunal.gateway._grpc_transport import GrpcTransport, TokenFile
+
+    path = _credentials(
+        tmp_path / "credentials.yaml",
+        gateway_1=("query", "old-token-0123456789"),
+        gateway_2=("query", "new-token-0123456789"),
+    )
+    token = tmp_path / "stage-token"
+    token.write_text("old-token-0123456789\n")
+    request = confidence_pb2.ScoreRequest(signals=confidence_pb2.Signals(ensemble_p_match=0.25))
+    for port in _host(credentials_file=path):
+        transport = GrpcTransport(
+            {"confidence": f"127.0.0.1:{port}"}, max_message_bytes=1 << 20, token=TokenFile(token)
+        )
+        try:
+            assert transport.call("confidence", "Score", request, 5.0).confidence == 0.25
+            token.write_text("a-token-nobody-has-01234")
+            with pytest.raises(UnauthenticatedError, match=r"gateway\.stage_token_file"):
+                transport.call("confidence", "Score", request, 5.0)
+            # The file is read again when it changes: a rotated token needs no restart.
+            token.write_text("new-token-0123456789")
+            assert transport.call("confidence", "Score", request, 5.0).confidence == 0.25
+        finally:
+            transport.close()

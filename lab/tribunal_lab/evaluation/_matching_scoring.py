@@ -235,14 +235,14 @@ def scoring_markdown(result: dict[str, Any]) -> str:
             f"## {title}: {report['n']} ({report['positives']} positive), AUROC "
             f"{ci_text(report['auroc'])}",
             "",
-            "| threshold | whose | accuracy [95% CI] | hallucination [95% CI] (wrong/accepted) "
-            "| coverage [95% CI] | FPR |",
-            "|---|---|---|---|---|---|",
+            "| row | threshold | whose | accuracy [95% CI] | hallucination [95% CI] "
+            "(wrong/accepted) | coverage [95% CI] | FPR |",
+            "|---|---|---|---|---|---|---|",
         ]
         for name, point in result["thresholds"].items():
             row = report[name]
             lines.append(
-                f"| {_number(point['value'])} | {name}: {point['source']} | "
+                f"| {name} | {_number(point['value'])} | {point['source']} | "
                 f"{ci_text(row['accuracy'])} | {ci_text(row['hallucination'])} "
                 f"({row['wrong']}/{row['accepted']}) | {ci_text(row['coverage'])} | "
                 f"{_number(row['false_positive_rate'])} |"

@@ -40,8 +40,9 @@ from ._labeller import (
     label_result,
 )
 from ._outputs import ExportCounts, export_job, final_label, qrels_ids
-from ._plan import BandOutcome, apply_band, band_outcome, calibrate, fit_plan
+from ._plan import calibrate, fit_plan
 from ._plan_artifact import PLAN_FORMAT, JudgeBinding, LabelPlan, replan_command
+from ._plan_bands import BandOutcome, apply_band, band_outcome
 from ._plan_report import PlanJobReport, plan_job_report
 from ._review import (
     AttentionItem,

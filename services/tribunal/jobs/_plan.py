@@ -11,36 +11,31 @@ rate of the automatic labels (wrong automatic labels / automatic labels) is ≤ 
 1. *Split by query.* The sample's queries are divided at random (``seed``) into a
    calibration part (``calibration_share`` of the queries) and a certification part.
    No query has items on both sides, so the calibrator never saw a certified query.
-2. *Calibrate.* Platt scaling on the calibration part: P = sigmoid(a · logit(p) + b),
-   p the judge's P(relevant), fitted with scikit-learn's logistic regression; a > 0 is
-   required (a judge whose score falls with relevance is refused).
-3. *Certify a band* on the certification part with the confidence service's risk
-   control (:func:`tribunal.confidence.select_threshold`). The automatic label of an
-   item is RELEVANT when its calibrated P ≥ 0.5; it is kept when its certainty
-   max(P, 1 − P) is ≥ λ, i.e. P ≥ λ or P ≤ 1 − λ. Bands are therefore nested,
-   centred on P = 0.5 — for a calibrated P, the items nearest 0.5 are the likeliest
-   wrong, so for any human share this band has the fewest expected errors — and
-   accepting at λ is the same as accepting at confidence ≥ λ with "correct" meaning
-   "the automatic label equals the gold one". The methods (``ltt``, the default:
-   Learn-then-Test with binomial p-values on a fixed 0.02 grid, tested in fixed
-   sequence from the widest band down; ``clopper-pearson``; ``ltt-hb``; ``sgr``) all
-   return the narrowest band whose error is ≤ ε with probability ≥ 1 − δ
-   (``scheme="nested"``).
-   ``scheme="grid"`` instead tests every (low, high) pair of a fixed 0.05 grid of
-   calibrated thresholds, asymmetric bands included, each with the confidence service's
-   binomial p-value at level δ / (number of pairs) (Bonferroni), and keeps the certified
-   pair with the fewest items for humans.
-4. *Map back.* The calibrator is strictly increasing, so calibrated thresholds are
-   judge thresholds: ``relevant_at`` = p where the calibrated P equals the upper
-   threshold, ``irrelevant_at`` likewise. A label job compares the judge's own
-   P(relevant) with them.
+2. *Calibrate* the judge's P on the calibration part: ``isotonic`` (the default:
+   scikit-learn's isotonic regression, a monotone piecewise-linear map — it can learn
+   that the judge's most confident "relevant" items are right less often than its most
+   confident "irrelevant" ones) or ``platt`` (sigmoid(a · logit(p) + b), a > 0 required).
+3. *Certify a band* on the certification part (:mod:`._plan_bands`). An item's automatic
+   label is RELEVANT when its calibrated P ≥ 0.5, and it is labelled automatically when
+   its certainty max(P, 1 − P) is ≥ λ. For a calibrated P the items of lowest certainty
+   are the likeliest wrong, so for any share of humans this band has the fewest expected
+   errors; on the judge's own scale it is asymmetric wherever the calibration is. The
+   default test is Learn-then-Test (the confidence service's binomial p-values on its
+   fixed 0.02 grid of λ, in fixed sequence from the widest band down) with a query-level
+   test on every band as well (``clusters="query"``): see :mod:`._plan_bands` for those
+   and the other methods and schemes.
+4. *Map back.* The calibrator is monotone, so calibrated thresholds are judge
+   thresholds: ``relevant_at`` is the lowest judge P whose calibrated P reaches the upper
+   threshold, ``irrelevant_at`` the highest whose calibrated P is at most the lower one.
+   A label job compares the judge's own P(relevant) with them.
 
 **Guarantee and its assumption.** As for every method of the confidence service:
 items labelled later must be exchangeable with the certification items (drawn from the
 same distribution). Items of one query are alike, so a new set of queries differs more
-from the sample than a new draw of items would; the binomial tests count items, not
-queries, and do not widen for that. Plan on a sample of many queries, drawn like the
-queries to be labelled.
+from the sample than a new draw of items would: the item-level tests alone do not widen
+for that, which is why the default also tests each band with queries as the units (a
+cluster-robust bound, valid as the number of queries grows rather than exactly). Plan on
+a sample of many queries, drawn like the queries to be labelled.
 """
 
 from __future__ import annotations
@@ -55,13 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
-from ..confidence import (
-    RISK_METHODS,
-    binomial_p_value,
-    clopper_pearson_upper,
-    select_threshold,
-    threshold_grid,
-)
+from ..confidence import RISK_METHODS
 from ..core import InvalidArgumentError
 from ._plan_artifact import (
     BandChoice,
@@ -73,28 +62,25 @@ from ._plan_artifact import (
     PlanData,
     PlanSplit,
 )
+from ._plan_bands import BandOutcome, band_outcome, select_grid, select_nested
 
 __all__ = [
     "DEFAULT_CALIBRATION_SHARE",
     "DEFAULT_CALIBRATOR",
     "DEFAULT_METHOD",
-    "GRID_STEP",
-    "BandOutcome",
     "CalibratorKind",
+    "Clusters",
     "Scheme",
-    "apply_band",
-    "band_outcome",
     "calibrate",
     "fit_plan",
 ]
 
 Scheme = Literal["nested", "grid"]
 CalibratorKind = Literal["platt", "isotonic"]
+Clusters = Literal["query", "none"]
 DEFAULT_METHOD = "ltt"
-DEFAULT_CALIBRATOR: CalibratorKind = "platt"
+DEFAULT_CALIBRATOR: CalibratorKind = "isotonic"
 DEFAULT_CALIBRATION_SHARE = 0.3
-GRID_STEP = 0.05
-"""Spacing of the ``grid`` scheme's calibrated thresholds (0.05, 0.10, …, 0.95)."""
 _P_CLIP = 1e-6
 _CURVE = np.round(np.arange(0.50, 1.0, 0.01), 2)
 
@@ -136,7 +122,8 @@ def calibrate(calibrator: PlanCalibrator, scores: ArrayLike) -> NDArray[np.float
     p = np.asarray(scores, dtype=np.float64)
     if calibrator.kind == "isotonic":
         return np.interp(p, calibrator.x, calibrator.y)
-    assert calibrator.coef is not None and calibrator.intercept is not None
+    assert calibrator.coef is not None
+    assert calibrator.intercept is not None
     result: NDArray[np.float64] = special.expit(calibrator.coef * _logit(p) + calibrator.intercept)
     return result
 
@@ -146,7 +133,8 @@ def _judge_threshold(calibrator: PlanCalibrator, calibrated: float, side: str) -
     calibrated P ≥ it (``side="high"``) or the highest with P ≤ it (``"low"``); None when
     no score does."""
     if calibrator.kind == "platt":
-        assert calibrator.coef is not None and calibrator.intercept is not None
+        assert calibrator.coef is not None
+        assert calibrator.intercept is not None
         if calibrated <= 0.0 or calibrated >= 1.0:
             return None
         logit = (math.log(calibrated / (1.0 - calibrated)) - calibrator.intercept) / calibrator.coef
@@ -236,91 +224,6 @@ def _split_queries(
     return calibration, certification
 
 
-@dataclass(frozen=True)
-class BandOutcome:
-    """What a band does to labelled items."""
-
-    items: int
-    auto_labelled: int
-    errors: int
-    """Automatic labels that differ from the gold ones."""
-
-    @property
-    def human_share(self) -> float:
-        return 1.0 - self.auto_labelled / self.items if self.items else 0.0
-
-    @property
-    def error(self) -> float | None:
-        return self.errors / self.auto_labelled if self.auto_labelled else None
-
-
-def apply_band(scores: ArrayLike, relevant_at: float, irrelevant_at: float) -> NDArray[np.int64]:
-    """Per item: 1 RELEVANT, 0 IRRELEVANT, -1 humans — the label job's rule on judge P."""
-    p = np.asarray(scores, dtype=np.float64)
-    out = np.full(p.shape, -1, dtype=np.int64)
-    out[p <= irrelevant_at] = 0
-    out[p >= relevant_at] = 1  # as the pipeline: the upper threshold is checked first
-    return out
-
-
-def band_outcome(
-    scores: ArrayLike, gold: ArrayLike, relevant_at: float, irrelevant_at: float
-) -> BandOutcome:
-    labels = apply_band(scores, relevant_at, irrelevant_at)
-    y = np.asarray(gold)
-    auto = labels >= 0
-    return BandOutcome(int(y.size), int(auto.sum()), int((labels[auto] != y[auto]).sum()))
-
-
-def _nested(
-    calibrated: NDArray[np.float64],
-    gold: NDArray[np.int64],
-    epsilon: float,
-    delta: float,
-    method: str,
-) -> tuple[float | None, int, Any]:
-    """The confidence service's threshold on certainty max(P, 1 − P)."""
-    certainty = np.maximum(calibrated, 1.0 - calibrated)
-    correct = (gold == (calibrated >= 0.5)).astype(np.int64)
-    chosen = select_threshold(certainty, correct, alpha=epsilon, delta=delta, method=method)
-    high = None if chosen.threshold is None else max(0.5, float(chosen.threshold))
-    if method in ("ltt", "ltt-hb"):
-        family = int((threshold_grid() >= 0.5).sum())
-    else:
-        family = max(1, int(np.unique(certainty).size))
-    return high, family, chosen
-
-
-def _grid_pairs() -> list[tuple[float, float]]:
-    steps = round(0.5 / GRID_STEP)
-    lows = [round(GRID_STEP * k, 10) for k in range(1, steps + 1)]
-    highs = [round(0.5 + GRID_STEP * k, 10) for k in range(steps)]
-    return [(low, high) for low in lows for high in highs]
-
-
-def _grid(
-    calibrated: NDArray[np.float64], gold: NDArray[np.int64], epsilon: float, delta: float
-) -> tuple[tuple[float, float] | None, int, float | None]:
-    """Bonferroni over every (low, high) pair; the certified pair with most automatic labels."""
-    pairs = _grid_pairs()
-    level = delta / len(pairs)
-    relevant = gold == 1
-    best: tuple[int, float, float, float] | None = None
-    for low, high in pairs:
-        upper = calibrated >= high
-        lower = (calibrated <= low) & ~upper  # the upper threshold wins a tie, as in apply_band
-        auto = int(upper.sum() + lower.sum())
-        if auto == 0 or (best is not None and auto <= best[0]):
-            continue
-        errors = int((upper & ~relevant).sum() + (lower & relevant).sum())
-        if binomial_p_value(errors, auto, epsilon) > level:
-            continue
-        best = (auto, low, high, clopper_pearson_upper(errors, auto, level))
-    if best is None:
-        return None, len(pairs), None
-    return (best[1], best[2]), len(pairs), best[3]
-
-
 def _curve(
     calibrated: NDArray[np.float64], gold: NDArray[np.int64], delta: float
 ) -> list[CurvePoint]:
@@ -385,6 +288,7 @@ def fit_plan(
     data: Mapping[str, Any],
     method: str = DEFAULT_METHOD,
     scheme: Scheme = "nested",
+    clusters: Clusters = "query",
     calibrator_kind: CalibratorKind = DEFAULT_CALIBRATOR,
     calibration_share: float = DEFAULT_CALIBRATION_SHARE,
     seed: int = 0,
@@ -410,6 +314,10 @@ def fit_plan(
         )
     if scheme not in ("nested", "grid"):
         raise InvalidArgumentError(f"scheme must be nested or grid, got {scheme!r}", field="scheme")
+    if clusters not in ("query", "none"):
+        raise InvalidArgumentError(
+            f"clusters must be query or none, got {clusters!r}", field="clusters"
+        )
     if calibrator_kind not in ("platt", "isotonic"):
         raise InvalidArgumentError(
             f"calibrator must be platt or isotonic, got {calibrator_kind!r}", field="calibrator"
@@ -427,16 +335,16 @@ def fit_plan(
     scores_c, gold_c = sample.scores[~in_calibration], sample.gold[~in_calibration]
     calibrated = calibrate(calibrator, scores_c)
 
-    band: BandChoice | None = None
-    bound: float | None = None
     if scheme == "nested":
-        high, hypotheses, chosen = _nested(calibrated, gold_c, epsilon, delta, method)
-        if high is not None:
-            band, bound = _band(calibrator, 1.0 - high, high), chosen.upper_bound
+        selection = select_nested(
+            calibrated, gold_c, sample.queries[~in_calibration],
+            epsilon=epsilon, delta=delta, method=method, clusters=clusters,
+        )  # fmt: skip
     else:
-        pair, hypotheses, bound = _grid(calibrated, gold_c, epsilon, delta)
-        if pair is not None:
-            band = _band(calibrator, *pair)
+        selection = select_grid(calibrated, gold_c, epsilon=epsilon, delta=delta)
+    band: BandChoice | None = None
+    if selection.low is not None and selection.high is not None:
+        band = _band(calibrator, selection.low, selection.high)
     if band is not None:
         outcome = band_outcome(calibrated, gold_c, band.calibrated_high, band.calibrated_low)
     else:
@@ -462,13 +370,14 @@ def fit_plan(
             delta=delta,
             method=method,
             scheme=scheme,
-            hypotheses=hypotheses,
+            hypotheses=selection.family,
+            clusters=clusters if scheme == "nested" else "none",
             certified=band is not None,
             items=int(gold_c.size),
             queries=len(certification_queries),
             auto_labelled=outcome.auto_labelled,
             errors=outcome.errors,
-            upper_bound=None if bound is None else float(bound),
+            upper_bound=selection.upper_bound,
             human_share=outcome.human_share if band is not None else 1.0,
         ),
         band=band,

@@ -152,6 +152,9 @@ class Certification(_Part):
     scheme: Literal["nested", "grid"]
     """``nested``: bands around calibrated P = 0.5 tested in fixed sequence from the
     widest; ``grid``: every (low, high) pair of a fixed grid, Bonferroni over the pairs."""
+    clusters: Literal["query", "none"] = "query"
+    """``query``: each band also passed a query-level (cluster-robust) test, so that the
+    items of one query do not count as independent evidence; ``none``: items only."""
     hypotheses: int = Field(ge=1)
     """Bands in the tested family: the grid's Bonferroni divisor; a fixed-sequence
     (nested) scan tests them in order and needs no correction."""

@@ -136,11 +136,11 @@ _TEXT_TYPES = (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES)
 
 
 def _is_repeated(field: FieldDescriptor) -> bool:
-    # ``label`` is deprecated in newer protobuf releases; ``is_repeated`` replaces it.
+    # ``is_repeated`` replaces the deprecated ``label`` in newer protobuf releases.
     repeated = getattr(field, "is_repeated", None)
     if repeated is not None:
         return bool(repeated)
-    return bool(field.label == FieldDescriptor.LABEL_REPEATED)
+    return bool(getattr(field, "label", None) == FieldDescriptor.LABEL_REPEATED)
 
 
 def _is_map(field: FieldDescriptor) -> bool:
@@ -206,6 +206,7 @@ class RequestLimits:
 
     def _check_map(self, field: FieldDescriptor, value: Any, where: str) -> None:
         entry = field.message_type
+        assert entry is not None  # a map field's entries are messages
         table = self._limits.get(entry.full_name, {})
         value_field = entry.fields_by_name["value"]
         for key, item in value.items():
