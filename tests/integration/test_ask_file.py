@@ -96,7 +96,7 @@ def test_a_file_through_a_running_gateway_with_a_token(
     captured = capsys.readouterr()
     (row,) = [json.loads(line) for line in captured.out.splitlines()]
     assert row["decision"] == "ACCEPT"
-    assert "1 queries in" in captured.err  # the summary goes to stderr beside piped rows
+    assert "1 query in" in captured.err  # the summary goes to stderr beside piped rows
     assert main([*argv, "--no-progress"]) == 1
     refused = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {r["error"].split(":")[0] for r in refused} == {"UNAUTHENTICATED"}
@@ -132,3 +132,15 @@ def test_the_summary_counts_right_and_wrong_answers() -> None:
     assert "| hallucination rate (wrong / accepted) | 0.500 |" in text
     assert "| answerable ones answered right | 0.500 |" in text
     assert "| unanswerable ones refused | 0.500 |" in text
+
+
+def test_one_question_against_a_running_gateway(
+    gateway: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["ask", "How long is the incubation period?", "--address", gateway]
+    assert main([*argv, "--collection", "faq", "--token", TOKEN]) == 0
+    out = capsys.readouterr().out
+    assert "decision:   ACCEPT" in out
+    assert "KB entry:   faq-1" in out
+    assert main(argv) == 2  # no token: refused, said plainly
+    assert "tribunal: error: UNAUTHENTICATED" in capsys.readouterr().err

@@ -1,11 +1,16 @@
 """Label plans: the certified band holds ε on draws with a known error curve; the file is
 content-hashed and bound to the judge it was fitted on.
 
-Synthetic data with a closed-form error curve: s ~ Uniform(0, 1), gold ~ Bernoulli(s),
-and the judge reports s² (monotone, badly calibrated: the plan's Platt step has work to
-do). Labelling RELEVANT at judge score ≥ h and IRRELEVANT at ≤ l (in s: √h, √l) has
-expected errors (1 − √h)² / 2 + l / 2 (= (√l)² / 2) over an expected mass (1 − √h) + √l,
-so the true error rate of every plan is known exactly.
+Independent items, with a closed-form error curve: s ~ Uniform(0, 1), gold ~
+Bernoulli(s), and the judge reports s² (monotone, badly calibrated: the plan's
+calibration step has work to do). Labelling RELEVANT at judge score ≥ h and IRRELEVANT
+at ≤ l (in s: √h, √l) has expected errors (1 − √h)² / 2 + (√l)² / 2 over an expected
+mass (1 − √h) + √l, so the true error rate of every plan is known exactly.
+
+Clustered items: each query q has its own offset u_q ~ N(0, τ²), gold ~ Bernoulli(
+sigmoid(logit(s) + u_q)); the population error curve (a new item of a new query) is the
+integral of E_u[sigmoid(logit(s) + u)] over the automatic part, computed numerically
+(Gauss–Hermite over u, a 200,000-point grid over s).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy import special
 from tribunal.commands import _label_plan
 from tribunal.confidence import RISK_METHODS
 from tribunal.core import FailedPreconditionError, InvalidArgumentError
@@ -28,6 +34,8 @@ DATA: dict[str, Any] = {"source": {"path": "sample.jsonl"}, "sha256": "0" * 64, 
 DRAWS = 200
 EPSILON = 0.10
 DELTA = 0.10
+HELD_QUERY = 200
+HELD_NONE = 200
 
 
 def _draw(seed: int, n: int = 1000, queries: int = 40) -> tuple[Any, Any, list[str]]:
@@ -46,13 +54,13 @@ def _true_error(relevant_at: float, irrelevant_at: float) -> tuple[float, float]
     return errors / mass, 1 - mass
 
 
-def _holds(scheme: str, method: str) -> tuple[int, float]:
+def _holds(scheme: str, clusters: str) -> tuple[int, float]:
     held, shares = 0, []
     for seed in range(DRAWS):
         scores, gold, queries = _draw(seed)
         plan = fit_plan(
             scores, gold, queries, epsilon=EPSILON, delta=DELTA, judge=JUDGE, data=DATA,
-            method=method, scheme=scheme, seed=seed, created="2026-12-01",
+            scheme=scheme, clusters=clusters, seed=seed, created="2026-12-01",
         )  # fmt: skip
         if plan.band is None:
             held, shares = held + 1, [*shares, 1.0]
@@ -64,13 +72,17 @@ def _holds(scheme: str, method: str) -> tuple[int, float]:
 
 
 @pytest.mark.parametrize(
-    ("scheme", "method", "expected_held", "max_share"),
-    [("nested", "ltt", 194, 0.85), ("grid", "ltt", 200, 0.97)],
+    ("scheme", "clusters", "expected_held", "max_share"),
+    [
+        ("nested", "query", HELD_QUERY, 0.90),
+        ("nested", "none", HELD_NONE, 0.90),
+        ("grid", "none", 200, 0.98),
+    ],
 )
 def test_the_certified_band_holds_epsilon_in_at_least_1_minus_delta_of_draws(
-    scheme: str, method: str, expected_held: int, max_share: float
+    scheme: str, clusters: str, expected_held: int, max_share: float
 ) -> None:
-    held, share = _holds(scheme, method)
+    held, share = _holds(scheme, clusters)
     # The guarantee: at least (1 - δ) · 200 = 180 draws hold; the exact count pins the
     # selection (seeded data, deterministic fits).
     assert held >= (1 - DELTA) * DRAWS
@@ -78,6 +90,58 @@ def test_the_certified_band_holds_epsilon_in_at_least_1_minus_delta_of_draws(
     # Not vacuous: the plans label a real share automatically (the oracle band at ε = 0.1
     # for this curve sends 60% to humans).
     assert 0.6 < share < max_share
+
+
+_TAU = 2.0
+_GH_U, _GH_W = np.polynomial.hermite_e.hermegauss(40)
+_S = np.linspace(0.0, 1.0, 200_001)[1:-1]
+_P_REL = (
+    special.expit(special.logit(_S)[:, None] + _TAU * _GH_U[None, :]) * (_GH_W / _GH_W.sum())
+).sum(1)
+_STEP = _S[1] - _S[0]
+_CUM_REL = np.concatenate([[0.0], np.cumsum(_P_REL) * _STEP])
+_CUM_IRR = np.concatenate([[0.0], np.cumsum(1.0 - _P_REL) * _STEP])
+
+
+def _clustered_draw(seed: int, queries: int = 12, per_query: int = 80) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(seed)
+    query = rng.integers(0, queries, size=queries * per_query)
+    offset = rng.normal(0.0, _TAU, size=queries)
+    s = rng.uniform(size=query.size)
+    gold = (rng.uniform(size=query.size) < special.expit(special.logit(s) + offset[query])).astype(
+        int
+    )
+    return s, gold, [f"q{i}" for i in query]
+
+
+def _clustered_error(relevant_at: float, irrelevant_at: float) -> float:
+    high, low = np.searchsorted(_S, relevant_at), np.searchsorted(_S, irrelevant_at)
+    errors = (_CUM_IRR[-1] - _CUM_IRR[high]) + _CUM_REL[low]
+    return float(errors / ((1.0 - relevant_at) + irrelevant_at))
+
+
+@pytest.mark.parametrize(("clusters", "expected_held"), [("query", 192), ("none", 168)])
+def test_with_alike_items_per_query_only_the_query_level_test_holds_epsilon(
+    clusters: str, expected_held: int
+) -> None:
+    # 12 queries of 80 items, strong query effects (τ = 2): the items of a query are not
+    # independent evidence. The item-level tests alone certify too much; the default
+    # query-level test keeps the guarantee.
+    held = 0
+    for seed in range(DRAWS):
+        scores, gold, queries = _clustered_draw(seed)
+        plan = fit_plan(
+            scores, gold, queries, epsilon=0.15, delta=DELTA, judge=JUDGE, data=DATA,
+            clusters=clusters, seed=seed, created="2026-12-01",
+        )  # fmt: skip
+        held += plan.band is None or (
+            _clustered_error(plan.band.relevant_at, plan.band.irrelevant_at) <= 0.15
+        )
+    assert held == expected_held
+    if clusters == "query":
+        assert held >= (1 - DELTA) * DRAWS
+    else:
+        assert held < (1 - DELTA) * DRAWS
 
 
 def test_a_plan_file_round_trips_and_an_edited_one_is_refused(tmp_path: Path) -> None:

@@ -132,7 +132,8 @@ def export_relevance(
         "version": version,
         **body,
         "fitted_on": {
-            "data": "trec-dl-2019 dl19_judged_pairs (grade >= 2), selection split",
+            "data": f"{report.get('data', 'trec-dl-2019 dl19_judged_pairs (grade >= 2)')}, "
+            "selection split",
             "n": report["split"]["selection"]["n"],
             "seed": report["split"]["seed"],
             "judge": name,

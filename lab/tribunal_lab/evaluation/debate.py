@@ -231,7 +231,7 @@ def _enum(value: Any) -> Any:
 def run(args: argparse.Namespace) -> int:
     from tribunal.core import load_settings
 
-    from .judge import load_items
+    from .judge import cache_name, load_items
 
     settings = load_settings(args.profile)
     backend = args.backend or settings.llm_backend
@@ -241,7 +241,12 @@ def run(args: argparse.Namespace) -> int:
     judge_model = args.judge_model or agents[0]
     items = load_items("trec-dl", args.data, trec_pairs=args.pairs, seed=args.seed)
     items = items[: args.limit] if args.limit else items
-    folder = args.cache_dir
+    # A labelled file's items get their own caches (named by its content).
+    folder = (
+        args.cache_dir / cache_name(args.data, args.data.stem)
+        if args.data.is_file()
+        else args.cache_dir
+    )
     tag = f"{agents[0]}-{agents[1]}-{backend}-R{args.max_rounds}"
     shard, shards = (int(x) for x in args.shard.split("/"))
     suffix = f"-shard{shard}of{shards}" if shards > 1 else ""

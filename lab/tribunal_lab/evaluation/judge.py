@@ -307,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
         )
         items = items[: args.limit] if args.limit else items
         cache = (
-            args.cache_dir / f"{_cache_name(args.data, title)}-{args.model}-{backend}-"
+            args.cache_dir / f"{cache_name(args.data, title)}-{args.model}-{backend}-"
             f"{_PROMPTS[name].replace('/', '_')}.jsonl"
         )
         rows = _judge_set(engine, name, items, cache, settings.llm.batch_size)
@@ -321,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cache_name(data: Path, title: str) -> str:
+def cache_name(data: Path, title: str) -> str:
     """A development set's name, or a file's stem and content hash (never another file's)."""
     if not data.is_file():
         return title

@@ -8,8 +8,8 @@ embedding cosines (the served judge's numbers: same model, no prompt, same regre
 For each ε: the certified plan's share of run-half items left to humans and the error
 rate of its automatic labels there (exact 95% interval); beside it a *plain* band (the
 narrowest band whose observed plan-half error is ≤ ε, no confidence bound), the
-*hindsight* band (the narrowest band whose run-half error is ≤ ε: no method can do with
-fewer humans, for this judge and band shape), and the judge artifact's own cascade
+*hindsight* band (any two thresholds on the judge's P, chosen on the run half itself:
+the fewest humans any plan for this judge could need), and the judge artifact's own cascade
 band. Then ``--splits`` further random query splits: how often each risk-control method
 and the plain band keep the run-half error ≤ ε, and the humans each needs.
 
@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delta", type=float, default=0.1)
     parser.add_argument("--method", default="ltt", help="risk control of the main table")
     parser.add_argument("--scheme", choices=("nested", "grid"), default="nested")
+    parser.add_argument("--clusters", choices=("query", "none"), default="query")
+    parser.add_argument("--calibrator", choices=("isotonic", "platt"), default="isotonic")
     parser.add_argument("--seed", type=int, default=13, help="the main plan/run query split")
     parser.add_argument("--splits", type=int, default=100, help="repeated random query splits")
     parser.add_argument(
@@ -61,15 +63,23 @@ def _interval(errors: int, n: int) -> list[float]:
     return [low, high]
 
 
-def _hindsight(calibrated: NDArray[Any], gold: NDArray[Any], epsilon: float) -> float:
-    """Fewest humans of any nested band whose error on these very items is ≤ ε."""
-    from tribunal.jobs import band_outcome
-
-    for high in np.arange(0.5, 1.0, 0.0025):
-        outcome = band_outcome(calibrated, gold, float(high), float(1 - high))
-        if outcome.error is not None and outcome.error <= epsilon:
-            return outcome.human_share
-    return 1.0
+def _hindsight(scores: NDArray[Any], gold: NDArray[Any], epsilon: float) -> float:
+    """Fewest humans of any band — any two thresholds on the judge's P — whose error on
+    these very items is ≤ ε: what no plan for this judge can beat."""
+    order = np.argsort(scores, kind="stable")
+    y = np.asarray(gold)[order]
+    n = y.size
+    # Auto-IRRELEVANT the k lowest (errors: relevant among them), auto-RELEVANT the j
+    # highest (errors: irrelevant among them), k + j <= n.
+    low_errors = np.concatenate([[0], np.cumsum(y)])
+    high_errors = np.concatenate([[0], np.cumsum(1 - y[::-1])])
+    best = 0
+    for k in range(n + 1):
+        j = np.arange(n - k + 1)
+        ok = low_errors[k] + high_errors[j] <= epsilon * (k + j)
+        if ok.any():
+            best = max(best, k + int(j[ok].max()))
+    return 1.0 - best / n
 
 
 class _Halves:
@@ -95,7 +105,14 @@ def _fit(halves: _Halves, epsilon: float, args: argparse.Namespace, **options: A
         judge=JudgeBinding(artifact_version=args.judge_version, profile=args.profile_name),
         data={"source": {"path": str(args.data)}, "sha256": "", "relevant_grade": args.relevant_at},
         created="lab",
-        **{"method": args.method, "scheme": args.scheme, "seed": 0, **options},
+        **{
+            "method": args.method,
+            "scheme": args.scheme,
+            "clusters": args.clusters,
+            "calibrator_kind": args.calibrator,
+            "seed": 0,
+            **options,
+        },
     )
 
 
@@ -118,7 +135,7 @@ def _on_run(plan: Any, halves: _Halves, band: Any) -> dict[str, Any]:
 def _main_split(
     pairs: list[Any], scores: NDArray[Any], artifact: Any, args: argparse.Namespace
 ) -> list[dict[str, Any]]:
-    from tribunal.jobs import BandOutcome, band_outcome, calibrate
+    from tribunal.jobs import BandOutcome, band_outcome
 
     halves = _Halves(pairs, scores, args.seed)
     run_scores, run_gold, run_queries = halves.run
@@ -128,7 +145,6 @@ def _main_split(
     rows = []
     for epsilon in args.epsilons:
         plan = _fit(halves, epsilon, args)
-        calibrated = calibrate(plan.calibrator, run_scores)
         rows.append(
             {
                 "epsilon": epsilon,
@@ -139,7 +155,7 @@ def _main_split(
                 "run_queries": len(set(run_queries.tolist())),
                 "certified": _on_run(plan, halves, plan.band),
                 "plain": _on_run(plan, halves, plan.plain_band),
-                "hindsight_human_share": _hindsight(calibrated, run_gold, epsilon),
+                "hindsight_human_share": _hindsight(run_scores, run_gold, epsilon),
                 "judge_band": {
                     "human_share": judge_band.human_share,
                     "error": judge_band.error,
@@ -150,31 +166,57 @@ def _main_split(
     return rows
 
 
+_VARIANTS: tuple[dict[str, str], ...] = (
+    {"scheme": "nested", "method": "ltt", "clusters": "query", "calibrator_kind": "isotonic"},
+    {"scheme": "nested", "method": "ltt", "clusters": "query", "calibrator_kind": "platt"},
+    {"scheme": "nested", "method": "ltt", "clusters": "none", "calibrator_kind": "isotonic"},
+    {"scheme": "nested", "method": "clopper-pearson", "clusters": "none",
+     "calibrator_kind": "isotonic"},
+    {"scheme": "nested", "method": "sgr", "clusters": "none", "calibrator_kind": "isotonic"},
+    {"scheme": "grid", "method": "ltt", "clusters": "none", "calibrator_kind": "isotonic"},
+)  # fmt: skip
+"""The plan's settings compared over repeated splits; the first is the default."""
+
+
+def _name(variant: dict[str, str]) -> str:
+    if variant["scheme"] == "grid":
+        return f"certified: grid, Bonferroni, {variant['calibrator_kind']}"
+    return (
+        f"certified: {variant['method']}, {variant['scheme']}, clusters {variant['clusters']}, "
+        f"{variant['calibrator_kind']}"
+    )
+
+
 def _repeated(
     pairs: list[Any], scores: NDArray[Any], args: argparse.Namespace
 ) -> list[dict[str, Any]]:
-    from tribunal.confidence import RISK_METHODS
+    from tribunal.core import InvalidArgumentError
 
-    variants = [("nested", m) for m in RISK_METHODS] + [("grid", "ltt")]
-    tallies: dict[tuple[float, str, str], list[tuple[bool, float]]] = {}
+    tallies: dict[tuple[float, str], list[tuple[bool, float]]] = {}
     plain: dict[float, list[tuple[bool, float]]] = {}
     for split in range(args.splits):
         halves = _Halves(pairs, scores, 1000 + split)
         for epsilon in args.epsilons:
-            for scheme, method in variants:
-                plan = _fit(halves, epsilon, args, scheme=scheme, method=method, seed=split)
+            for index, variant in enumerate(_VARIANTS):
+                try:
+                    plan = _fit(halves, epsilon, args, **variant, seed=split)
+                except InvalidArgumentError:
+                    # e.g. a Platt slope <= 0 on a few calibration queries: no plan, so
+                    # every item goes to humans.
+                    tallies.setdefault((epsilon, _name(variant)), []).append((True, 1.0))
+                    continue
                 result = _on_run(plan, halves, plan.band)
                 held = result["error"] is None or result["error"] <= epsilon
-                tallies.setdefault((epsilon, scheme, method), []).append(
+                tallies.setdefault((epsilon, _name(variant)), []).append(
                     (held, result["human_share"])
                 )
-                if (scheme, method) == (args.scheme, args.method):
+                if index == 0:
                     result = _on_run(plan, halves, plan.plain_band)
                     held = result["error"] is None or result["error"] <= epsilon
                     plain.setdefault(epsilon, []).append((held, result["human_share"]))
     rows = []
-    for (epsilon, scheme, method), outcomes in tallies.items():
-        rows.append(_tally(epsilon, f"certified: {method}, {scheme}", outcomes))
+    for (epsilon, name), outcomes in tallies.items():
+        rows.append(_tally(epsilon, name, outcomes))
     for epsilon, outcomes in plain.items():
         rows.append(_tally(epsilon, "plain band (observed error <= epsilon)", outcomes))
     return sorted(rows, key=lambda r: (r["epsilon"], r["variant"]))
@@ -201,7 +243,8 @@ def _markdown(result: dict[str, Any]) -> str:
         f"Judge {result['judge']}; plan half {result['main'][0]['plan_items']} items "
         f"({result['main'][0]['plan_queries']} queries), run half "
         f"{result['main'][0]['run_items']} items ({result['main'][0]['run_queries']} queries); "
-        f"δ = {result['delta']}, {result['method']} ({result['scheme']}).",
+        f"δ = {result['delta']}, {result['method']} ({result['scheme']} bands, clusters "
+        f"{result['clusters']}, {result['calibrator']} calibration).",
         "",
         "| ε | certified: humans | certified: error of automatic labels [95% CI] | plan's "
         "bound | plain band: humans / error | hindsight band: humans | judge's own band: "
@@ -256,6 +299,8 @@ def run(args: argparse.Namespace) -> int:
         "delta": args.delta,
         "method": args.method,
         "scheme": args.scheme,
+        "clusters": args.clusters,
+        "calibrator": args.calibrator,
         "seed": args.seed,
         "splits": args.splits,
         "main": _main_split(pairs, scores, artifact, args),

@@ -417,6 +417,14 @@ def run(args: argparse.Namespace) -> int:
         "task": args.task,
         "date": dt.date.today().isoformat(),
         "command": "tribunal-lab " + " ".join(sys.argv[1:]),
+        "data": (
+            f"{args.data} (labelled file)"
+            if args.data.is_file()
+            else {
+                "relevance": "trec-dl-2019 dl19_judged_pairs (grade >= 2)",
+                "entailment": "scifact nli_pairs_train (SUPPORT)",
+            }[args.task]
+        ),
         "items": len(items),
         "models": args.models,
         "variants": args.variants or _DEFAULT_VARIANTS[args.task],

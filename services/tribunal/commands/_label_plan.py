@@ -95,6 +95,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "pair of a 0.05 grid, Bonferroni (binomial p-values; --method is not used)",
     )
     parser.add_argument(
+        "--clusters",
+        choices=("query", "none"),
+        default="query",
+        help="query (default): every band must also pass a query-level test, so that the "
+        "items of one query do not count as independent evidence (ltt, ltt-hb); none: items "
+        "only",
+    )
+    parser.add_argument(
+        "--calibrator",
+        choices=("isotonic", "platt"),
+        default="isotonic",
+        help="calibration of the judge's P on the calibration queries (default isotonic)",
+    )
+    parser.add_argument(
         "--relevant-at", type=int, default=2, help="gold grade at or above which = relevant"
     )
     parser.add_argument(
@@ -196,6 +210,8 @@ def run(args: argparse.Namespace) -> int:
         delta=args.delta,
         method=args.method,
         scheme=args.scheme,
+        clusters=args.clusters,
+        calibrator_kind=args.calibrator,
         calibration_share=args.calibration_share,
         seed=args.seed,
         judge=JudgeBinding(artifact_version=judge["version"], profile=settings.profile),

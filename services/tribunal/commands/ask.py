@@ -382,7 +382,8 @@ def summary_markdown(rows: Sequence[dict[str, Any]], wall_s: float) -> str:
     total = len(rows)
     decisions = Counter(str(r["decision"]) for r in rows)
     lines = [
-        f"{total} queries in {wall_s:.1f} s ({total / wall_s if wall_s > 0 else 0:.2f} queries/s)",
+        f"{total} {'query' if total == 1 else 'queries'} in {wall_s:.1f} s "
+        f"({total / wall_s if wall_s > 0 else 0:.2f} queries/s)",
         "",
         "| decision | queries | share |",
         "|---|---|---|",
@@ -446,9 +447,16 @@ def _ask(args: argparse.Namespace) -> int:
         return _ask_file(args)
     if args.out is not None:
         raise InvalidArgumentError("--out goes with --file", field="out")
+    import grpc
+
     with _gateway(args, sys.stdout) as (gateway, _):
         started = time.perf_counter()
-        reply = gateway.answer(args.query, args.collection)
+        try:
+            reply = gateway.answer(args.query, args.collection)
+        except grpc.RpcError as exc:  # a running gateway refused it: say why, no traceback
+            code = exc.code().name  # type: ignore[attr-defined]
+            print(f"tribunal: error: {code}: {exc.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+            return 2
         seconds = time.perf_counter() - started
     _print_one(reply, seconds, as_json=args.json)
     return 0

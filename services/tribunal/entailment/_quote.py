@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -71,6 +72,17 @@ def normalise_with_offsets(text: str) -> tuple[str, list[int]]:
 _GRAM = 3
 # Up to this length rapidfuzz aligns in one bit-parallel pass over the premise.
 _SHORT_QUOTE = 64
+
+
+def _gram_keys(text: str) -> np.ndarray[Any, np.dtype[np.uint64]]:
+    """Each character 3-gram of ``text`` as one integer (code points are < 2**21)."""
+    points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if len(points) < _GRAM:
+        return np.zeros(0, dtype=np.uint64)
+    keys: np.ndarray[Any, np.dtype[np.uint64]] = (
+        (points[:-2] << np.uint64(42)) | (points[1:-1] << np.uint64(21)) | points[2:]
+    )
+    return keys
 
 
 class QuoteChecker:
@@ -134,11 +146,7 @@ class QuoteChecker:
         margin = length // 4  # room for the alignment to shift by insertions/deletions
         if length <= _SHORT_QUOTE or len(premise) <= self.max_windows * (length + 2 * margin):
             return [(0, len(premise))]
-        grams = {quote[i : i + _GRAM] for i in range(length - _GRAM + 1)}
-        hits = np.fromiter(
-            (premise[i : i + _GRAM] in grams for i in range(len(premise) - _GRAM + 1)),
-            dtype=np.int32,
-        )
+        hits = np.isin(_gram_keys(premise), _gram_keys(quote)).astype(np.int32)
         span = length - _GRAM + 1  # 3-grams starting inside a window of the quote's length
         totals = np.concatenate(([0], np.cumsum(hits)))
         counts = totals[span:] - totals[:-span]  # counts[j]: 3-grams of window j

@@ -323,5 +323,7 @@ def replan_command(plan: LabelPlan, plan_path: str = "PLAN") -> str:
     return (
         f"tribunal label plan {' '.join(options)} --epsilon {cert.epsilon:g} "
         f"--delta {cert.delta:g} --method {cert.method} --scheme {cert.scheme} "
+        f"--clusters {cert.clusters} --calibrator {plan.calibrator.kind} "
+        f"--calibration-share {plan.split.calibration_share:g} "
         f"--relevant-at {plan.data.relevant_grade} --seed {plan.split.seed} --out {plan_path}"
     )

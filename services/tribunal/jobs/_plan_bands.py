@@ -112,18 +112,26 @@ def query_bound(
     """Upper (1 − δ) prediction bound on the error rate of the automatic labels of
     ``future_queries`` new queries (default: as many as given), from per-query counts.
 
-    The ratio estimate Σ errors / Σ auto plus a one-sided Student-t quantile (m − 1
-    degrees of freedom) times sqrt(V · (1 + m / future_queries)), V the cluster-robust
-    (linearised) variance of the ratio: the estimate's own error and the new queries'
-    spread. 1.0 when fewer than two queries are given or nothing is labelled."""
+    The smallest rate r that a one-sided query-level score test accepts:
+    r · Σ auto − Σ errors ≥ t · sqrt(m / (m − 1) · Σ_q (errors_q − r · auto_q)² · (1 + m /
+    future_queries)), t the Student-t (1 − δ) quantile with m − 1 degrees of freedom. The
+    variance is taken at r itself (not at the observed rate), so a sample whose automatic
+    labels happen to be all right still gets a bound that shrinks only with the number
+    and size of its queries. 1.0 when fewer than two queries are given, nothing is
+    labelled, or no rate ≤ 1 passes."""
     m, total = auto.size, int(auto.sum())
     if m < 2 or total == 0:
         return 1.0
     future = m if future_queries is None else future_queries
-    rate = errors.sum() / total
-    variance = m / (m - 1) * float(((errors - rate * auto) ** 2).sum()) / total**2
-    spread = np.sqrt(variance * (1.0 + m / future))
-    return float(rate + stats.t.ppf(1.0 - delta, m - 1) * spread)
+    e, a = errors.astype(np.float64), auto.astype(np.float64)
+    rates = np.linspace(0.0, 1.0, 10_001)
+    # Σ (e_q − r a_q)² for every candidate r at once.
+    spread = (e @ e) - 2 * rates * (e @ a) + rates**2 * (a @ a)
+    scale = stats.t.ppf(1.0 - delta, m - 1) * np.sqrt(
+        np.maximum(spread, 0.0) * m / (m - 1) * (1.0 + m / future)
+    )
+    passing = np.flatnonzero(rates * total - e.sum() >= scale)
+    return float(rates[passing[0]]) if passing.size else 1.0
 
 
 def _per_query(

@@ -210,7 +210,7 @@ class CredentialStore:
             if len(token) < _MIN_TOKEN_CHARS:
                 raise ConfigError(
                     f"server.auth_token has {len(token)} characters; use at least "
-                    f"{_MIN_TOKEN_CHARS} (e.g. `tribunal credentials new NAME`)",
+                    f"{_MIN_TOKEN_CHARS} (e.g. `openssl rand -hex 32`)",
                     field="server.auth_token",
                 )
             fixed.append(

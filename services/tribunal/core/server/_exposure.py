@@ -48,7 +48,7 @@ def check_exposure(host: str, *, has_credentials: bool, insecure: bool, what: st
     raise ConfigError(
         f"{what} would listen on {host} without credentials: anyone who can reach it could "
         "change the knowledge base. Set server.credentials_file (TRIBUNAL_SERVER__"
-        "CREDENTIALS_FILE; `tribunal credentials new NAME --role admin` makes one), bind "
+        "CREDENTIALS_FILE; `tribunal credentials new NAME --file FILE` makes one), bind "
         "127.0.0.1, or pass --insecure to accept the risk",
         field="server.credentials_file",
     )
