@@ -15,8 +15,11 @@ seeded sample of real user paraphrases plus questions the FAQ cannot answer):
   service's.
 
 For each path: paraphrases answered with the right entry, wrong answers, and the
-time per query; then the ratio. Queries alternate between the paths (old, new,
-old, new, ...) after one warm-up of each, so load on the shared machine hits both.
+time per query; then the ratio; then where the new path spends its time, per stage
+(the time it waited on each, model work plus one loopback hop) and outside them
+(validation, reply checks, the trusted calibrator's own verdict). Queries alternate
+between the paths (old, new, old, new, ...) after one warm-up of each, so load on the
+shared machine hits both.
 
     .venv/bin/python bench/gateway.py [--queries 8] [--seed 7] [--out .build/bench/gateway.json]
 """
@@ -142,6 +145,22 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+def _split(stages: list[dict[str, float]], totals: list[float]) -> dict[str, dict[str, float]]:
+    """p50 / p95 of each stage's wait, the total, and what is outside the stages."""
+    parts: dict[str, list[float]] = {}
+    for row in stages:
+        for stage, ms in row.items():
+            parts.setdefault(stage, []).append(ms)
+    parts["total"] = totals
+    parts["outside the stages"] = [
+        max(0.0, total - sum(row.values())) for row, total in zip(stages, totals, strict=True)
+    ]
+    return {
+        part: {"p50": _percentile(values, 0.5), "p95": _percentile(values, 0.95)}
+        for part, values in parts.items()
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=8, help="paraphrases (+4 out of scope)")
@@ -169,8 +188,11 @@ def main() -> int:
     )
     old = PerQueryEntailment(settings, transport)
 
+    stage_ms: list[dict[str, float]] = []
+
     def ask_new(query: str) -> tuple[str, str]:
         reply = new.answer(gateway_pb2.AnswerRequest(query=query))
+        stage_ms.append({s.stage: s.milliseconds for s in reply.latencies})
         return common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_"), reply.kb_entry_id
 
     rows: list[dict[str, Any]] = []
@@ -229,8 +251,14 @@ def main() -> int:
             f"{t['mean_s']:.2f} | {t['p50_s']:.2f} | {t['p95_s']:.2f} |"
         )
     print(f"\ntime per query, old / new: {ratio:.1f}x" if math.isfinite(ratio) else "")
+    split = _split(stage_ms[1:], [r["new"]["seconds"] * 1000.0 for r in rows])  # no warm-up
+    print("\n| new path, part of Answer | p50 ms | p95 ms |\n|---|---|---|")
+    for part, values in split.items():
+        print(f"| {part} | {values['p50']:.0f} | {values['p95']:.0f} |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"paths": table, "ratio": ratio, "rows": rows}, indent=2))
+    args.out.write_text(
+        json.dumps({"paths": table, "ratio": ratio, "new_split_ms": split, "rows": rows}, indent=2)
+    )
     return 0
 
 

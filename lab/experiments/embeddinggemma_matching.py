@@ -11,7 +11,8 @@ half), by out-of-fold AUROC of the regression (5 folds), with a paired bootstrap
 of the difference over selection items. The test half is reported afterwards,
 for information; it decides nothing.
 
-    .venv/bin/python lab/experiments/embeddinggemma_matching.py --out .build/eval/gemma-vs-mpnet.json
+    .venv/bin/python lab/experiments/embeddinggemma_matching.py \
+        --out .build/eval/gemma-vs-mpnet.json
 """
 
 from __future__ import annotations
@@ -38,18 +39,37 @@ from tribunal_lab.evaluation._matching_table import grouped_stratified_split
 FEATURES = ("cos_question", "cos_answer", "cos_question_answer", "token_set")
 
 
-def gemma_features(items: list[Any], settings: Any, key: str) -> dict[str, np.ndarray]:
-    """The four features with EmbeddingGemma's task prompts."""
+def gemma_features(
+    items: list[Any], settings: Any, key: str, *, max_tokens: int, cache: Path
+) -> dict[str, np.ndarray]:
+    """The four features with EmbeddingGemma's task prompts (texts cut at ``max_tokens``,
+    as MPNet cuts at 384; vectors cached in ``cache`` so a rerun resumes)."""
     model = load_embedder(settings, key)
+    model.max_seq_length = max_tokens
     queries = [i.query for i in items]
     questions = [i.candidate.question for i in items]
     answers = [i.candidate.answer for i in items]
     both = [f"{q} {a}" for q, a in zip(questions, answers, strict=True)]
 
-    def encode(texts: list[str], **prompt: Any) -> dict[str, np.ndarray]:
+    def encode(texts: list[str], prompt_name: str) -> dict[str, np.ndarray]:
         unique = list(dict.fromkeys(texts))
-        vectors = model.encode(unique, normalize_embeddings=True, batch_size=16, **prompt)
-        return dict(zip(unique, vectors, strict=True))
+        path = cache / f"{prompt_name}-{max_tokens}.npz"
+        stored: dict[str, np.ndarray] = {}
+        if path.is_file():
+            with np.load(path, allow_pickle=False) as data:
+                stored = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+        missing = [t for t in unique if t not in stored]
+        for start in range(0, len(missing), 64):
+            block = missing[start : start + 64]
+            vectors = model.encode(
+                block, normalize_embeddings=True, batch_size=16, prompt_name=prompt_name
+            )
+            stored.update(zip(block, vectors, strict=True))
+            cache.mkdir(parents=True, exist_ok=True)
+            names = list(stored)
+            np.savez(path, texts=np.array(names), vectors=np.stack([stored[t] for t in names]))
+            print(f"{prompt_name}: {len(stored)} of {len(unique)} texts", flush=True)
+        return {t: stored[t] for t in unique}
 
     sts = encode([*queries, *questions], prompt_name="STS")
     query = encode(queries, prompt_name="query")
@@ -107,6 +127,8 @@ def main() -> int:
     parser.add_argument("--mpnet", default="embedder_large", help="profile model key")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--out", type=Path, default=Path(".build/eval/gemma-vs-mpnet.json"))
+    parser.add_argument("--max-tokens", type=int, default=512, help="EmbeddingGemma's cut")
+    parser.add_argument("--cache", type=Path, default=Path(".build/eval/gemma-cache"))
     args = parser.parse_args()
     settings = load_settings("tiny")
     if (args.dataset / "items.jsonl").is_file():
@@ -129,7 +151,9 @@ def main() -> int:
     )
     seconds["mpnet"] = time.perf_counter() - started
     started = time.perf_counter()
-    tables["gemma"] = gemma_features(items, settings, args.gemma)
+    tables["gemma"] = gemma_features(
+        items, settings, args.gemma, max_tokens=args.max_tokens, cache=args.cache
+    )
     seconds["gemma"] = time.perf_counter() - started
     result: dict[str, Any] = {
         "items": len(items),
@@ -137,6 +161,7 @@ def main() -> int:
         "test": int(test.size),
         "seed": args.seed,
         "feature_seconds": seconds,
+        "gemma_max_tokens": args.max_tokens,
     }
     oof, test_p = {}, {}
     for name, table in tables.items():

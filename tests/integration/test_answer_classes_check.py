@@ -16,4 +16,4 @@ CLASSES = ROOT / "services/tribunal/artifacts/answer-classes/covid-qa-faq-en.jso
 @pytest.mark.skipif(not KB.is_file(), reason="the COVID-QA data is not beside the checkout")
 def test_recomputed_classes_equal_the_committed_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["answer-classes", "check", "--kb", str(KB), "--classes", str(CLASSES)]) == 0
-    assert "the same 29 links and 9 classes" in capsys.readouterr().out
+    assert "the same 69 links and 19 classes" in capsys.readouterr().out

@@ -154,7 +154,7 @@ def test_an_oversized_batch_is_resource_exhausted(start: Start) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         stub.BatchScore(request, timeout=10)
     assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert "at most 2 per call" in caught.value.details()
+    assert "the limit is 2 (confidence.max_items_per_request)" in caught.value.details()
 
 
 def test_a_missing_artifact_keeps_the_service_not_serving(start: Start) -> None:

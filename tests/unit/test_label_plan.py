@@ -27,7 +27,7 @@ from tribunal.commands import _label_plan
 from tribunal.confidence import RISK_METHODS
 from tribunal.core import FailedPreconditionError, InvalidArgumentError
 from tribunal.gateway import LabelMode, label_stages
-from tribunal.jobs import JudgeBinding, LabelPlan, apply_band, fit_plan
+from tribunal.jobs import JudgeBinding, LabelPlan, apply_band, calibrate, fit_plan
 
 JUDGE = JudgeBinding(artifact_version="rel-test", profile="tiny")
 DATA: dict[str, Any] = {"source": {"path": "sample.jsonl"}, "sha256": "0" * 64, "relevant_grade": 1}
@@ -35,7 +35,7 @@ DRAWS = 200
 EPSILON = 0.10
 DELTA = 0.10
 HELD_QUERY = 200
-HELD_NONE = 200
+HELD_NONE = 198
 
 
 def _draw(seed: int, n: int = 1000, queries: int = 40) -> tuple[Any, Any, list[str]]:
@@ -192,8 +192,12 @@ def test_bad_samples_and_settings_are_refused() -> None:
         fit_plan(scores, gold, queries, epsilon=0.1, delta=0.1, method="bonferroni", **fit)
     with pytest.raises(InvalidArgumentError, match="at least 3"):
         fit_plan(scores, gold, ["a", "b"] * 500, epsilon=0.1, delta=0.1, **fit)
-    with pytest.raises(InvalidArgumentError, match="does not rise"):
-        fit_plan(1 - scores, gold, queries, epsilon=0.1, delta=0.1, **fit)
+    for calibrator in ("isotonic", "platt"):
+        with pytest.raises(InvalidArgumentError, match="does not rise"):
+            fit_plan(
+                1 - scores, gold, queries, epsilon=0.1, delta=0.1, calibrator_kind=calibrator,
+                **fit,
+            )  # fmt: skip
     with pytest.raises(InvalidArgumentError, match="probabilities"):
         fit_plan(scores + 2, gold, queries, epsilon=0.1, delta=0.1, **fit)
 
@@ -219,3 +223,24 @@ def test_a_band_for_humans_skips_the_debate_stage_and_the_cli_knows_every_method
     assert label_stages(LabelMode.CASCADE, "debate") == ("ensemble", "debate")
     assert label_stages(LabelMode.JUDGE, "human") == ("ensemble",)
     assert set(_label_plan._RISK_METHODS) == set(RISK_METHODS)
+
+
+@pytest.mark.parametrize("calibrator", ["isotonic", "platt"])
+def test_judge_thresholds_are_where_the_calibrated_p_crosses_the_band(calibrator: str) -> None:
+    scores, gold, queries = _draw(5)
+    plan = fit_plan(
+        scores, gold, queries, epsilon=0.15, delta=0.1, judge=JUDGE, data=DATA,
+        calibrator_kind=calibrator,
+    )  # fmt: skip
+    band = plan.band
+    assert band is not None
+    assert band.auto_relevant
+    assert band.auto_irrelevant
+    at = calibrate(plan.calibrator, [band.relevant_at, band.irrelevant_at])
+    below_high, above_low = calibrate(
+        plan.calibrator, [band.relevant_at - 1e-6, band.irrelevant_at + 1e-6]
+    )
+    assert at[0] == pytest.approx(band.calibrated_high, abs=1e-9)
+    assert below_high < band.calibrated_high
+    assert at[1] == pytest.approx(band.calibrated_low, abs=1e-9)
+    assert above_low > band.calibrated_low

@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--score", default=None, help="the column an isotonic/temperature reads")
     parser.add_argument("--holdout-fraction", type=float, default=0.3, help="by group (0.3)")
     parser.add_argument(
-        "--fit-fraction", type=float, default=0.4, help="of the rest, fits the calibrator (0.4)"
+        "--fit-fraction", type=float, default=0.3, help="of the rest, fits the calibrator (0.3)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the grouped split")
     parser.add_argument(

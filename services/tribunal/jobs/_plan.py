@@ -166,6 +166,16 @@ def _check_classes(sample: _Sample) -> None:
         )
 
 
+def _no_signal(sample: _Sample, queries: int) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"the judge's P(relevant) does not rise with the gold labels on the {queries} "
+        f"calibration queries ({sample.gold.size} items): plan on a sample of more queries "
+        "(or a larger --calibration-share); if it persists, this judge cannot label this "
+        "data automatically",
+        field="input",
+    )
+
+
 def _fit_platt(sample: _Sample, queries: int) -> PlanCalibrator:
     from sklearn.linear_model import LogisticRegression
 
@@ -175,13 +185,7 @@ def _fit_platt(sample: _Sample, queries: int) -> PlanCalibrator:
     model = LogisticRegression(C=1e4, solver="newton-cholesky", max_iter=100).fit(x, sample.gold)
     coef, intercept = float(model.coef_[0, 0]), float(model.intercept_[0])
     if coef <= 0:
-        raise InvalidArgumentError(
-            f"the judge's P(relevant) does not rise with the gold labels on the {queries} "
-            f"calibration queries ({sample.gold.size} items): plan on a sample of more queries "
-            "(or a larger --calibration-share); if it persists, this judge cannot label this "
-            "data automatically",
-            field="input",
-        )
+        raise _no_signal(sample, queries)
     return PlanCalibrator(
         kind="platt", coef=coef, intercept=intercept, items=int(sample.gold.size), queries=queries
     )
@@ -194,6 +198,8 @@ def _fit_isotonic(sample: _Sample, queries: int) -> PlanCalibrator:
     model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(
         sample.scores, sample.gold
     )
+    if np.unique(model.y_thresholds_).size < 2:
+        raise _no_signal(sample, queries)
     return PlanCalibrator(
         kind="isotonic",
         x=[float(v) for v in model.X_thresholds_],
