@@ -23,6 +23,7 @@ from ._errors import (
 )
 from ._loading import MODEL_LOAD_LOCK, load_embedder, model_path, resolve_device
 from ._logging import JsonFormatter, configure_logging
+from ._text import pack_sentences, split_sentences, split_text
 from .settings import (
     ConfidenceSettings,
     DebateSettings,
@@ -77,8 +78,11 @@ __all__ = [
     "load_embedder",
     "load_settings",
     "model_path",
+    "pack_sentences",
     "request_scope",
     "resolve_device",
     "resolve_profile_path",
+    "split_sentences",
+    "split_text",
     "time_left",
 ]

@@ -22,8 +22,10 @@ from ._checkers import LexicalOverlapChecker, NliCrossEncoderChecker, SupportChe
 from ._factory import build_cascade, build_checker
 from ._llm_checker import LlmSupportChecker
 from ._quote import QuoteChecker, QuoteMatch, normalise_with_offsets
+from ._version import VERIFICATION_METHOD, checker_version
 
 __all__ = [
+    "VERIFICATION_METHOD",
     "CheckStage",
     "EntailmentCascade",
     "EntailmentLabel",
@@ -39,6 +41,7 @@ __all__ = [
     "SupportScore",
     "build_cascade",
     "build_checker",
+    "checker_version",
     "normalise_with_offsets",
     "split_premise",
 ]

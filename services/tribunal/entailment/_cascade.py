@@ -14,8 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core import InvalidArgumentError, ResourceExhaustedError, check_deadline
-from ..retrieval import chunk_text
+from ..core import InvalidArgumentError, ResourceExhaustedError, check_deadline, split_text
 from ._checkers import SupportChecker, SupportScore
 from ._quote import QuoteChecker, QuoteMatch
 
@@ -91,13 +90,13 @@ def split_premise(premise: str, max_chars: int) -> list[PremiseChunk]:
     """Sentence-aligned chunks of at most ``max_chars``, with their offsets in ``premise``."""
     chunks: list[PremiseChunk] = []
     position = 0
-    for index, chunk in enumerate(chunk_text(premise, max_chars=max_chars)):
+    for index, text in enumerate(split_text(premise, max_chars=max_chars)):
         # Chunk text is the premise's words joined by single spaces: find it again.
-        pattern = r"\s*".join(re.escape(word) for word in chunk.text.split(" "))
+        pattern = r"\s*".join(re.escape(word) for word in text.split(" "))
         found = re.compile(pattern).search(premise, position)
         start = found.start() if found else -1
         position = found.end() if found else position
-        chunks.append(PremiseChunk(index, chunk.text, start))
+        chunks.append(PremiseChunk(index, text, start))
     return chunks
 
 

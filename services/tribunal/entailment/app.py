@@ -19,10 +19,10 @@ from ray.serve import Application
 
 from ..core import Settings
 from ..deploy import ServeApp
-from ..retrieval import checker_version
 from ..v1 import entailment_pb2
 from ._cascade import EntailmentCascade, EntailmentVerdict, PairToCheck
 from ._factory import build_cascade
+from ._version import checker_version
 from .servicer import check_quotes, check_response, pairs_from_proto
 
 __all__ = ["EntailmentDeployment", "build_app"]

@@ -97,9 +97,7 @@ def check_quotes(
 class EntailmentServicer(entailment_pb2_grpc.EntailmentServiceServicer):
     """Serves a cascade once it is loaded (``set_cascade``); UNAVAILABLE before."""
 
-    def __init__(
-        self, cascade: EntailmentCascade | None = None, checker_version: str = ""
-    ) -> None:
+    def __init__(self, cascade: EntailmentCascade | None = None, checker_version: str = "") -> None:
         self._cascade = cascade
         self._lock = threading.Lock()
         self.checker_version = checker_version
@@ -131,8 +129,8 @@ class EntailmentServicer(entailment_pb2_grpc.EntailmentServiceServicer):
 
 def build_host(settings: Settings) -> ServiceHost:
     """A ServiceHost whose loader builds the profile's cascade (``tribunal serve entailment``)."""
-    from ..retrieval import checker_version
     from ._factory import build_cascade
+    from ._version import checker_version
 
     servicer = EntailmentServicer(checker_version=checker_version(settings))
     return ServiceHost(
