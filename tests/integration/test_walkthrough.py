@@ -57,7 +57,7 @@ def test_the_page_lists_each_step_once() -> None:
         assert any(p.startswith(step) for p in programs), step
 
 
-# Its steps took 19 min on 2 cores shared with other jobs (docs/results/walkthrough.md).
+# 9.7-19 min on 2 cores shared with other jobs (docs/results/walkthrough.md).
 @pytest.mark.timeout(3600)
 def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     shutil.rmtree(OUT, ignore_errors=True)

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from .._paths import data_root
-from ._relevance_pairs import artifact_scores, load_pairs, split_queries
+from ._relevance_pairs import artifact_scores, cosines, load_pairs, split_queries
 
 __all__ = ["add_arguments", "run"]
 
@@ -50,6 +50,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--splits", type=int, default=100, help="repeated random query splits")
     parser.add_argument(
         "--artifact", type=Path, default=None, help="relevance artifact (default: the profile's)"
+    )
+    parser.add_argument(
+        "--judge",
+        choices=("artifact", "gemma-cosine"),
+        default="artifact",
+        help="artifact: the relevance artifact (the served judge); gemma-cosine: "
+        "EmbeddingGemma's query/document cosine, (1 + cos) / 2 (the plan recalibrates it)",
+    )
+    parser.add_argument(
+        "--per-query", type=int, default=0, help="at most N pairs per query, seeded (0: all)"
     )
     parser.add_argument("--profile", default=None)
     parser.add_argument("--out", type=Path, default=Path(".build/eval/label-plan.json"))
@@ -139,8 +149,11 @@ def _main_split(
 
     halves = _Halves(pairs, scores, args.seed)
     run_scores, run_gold, run_queries = halves.run
-    judge_band: BandOutcome = band_outcome(
-        run_scores, run_gold, artifact.band_high, artifact.band_low
+    # The artifact's own cascade band, when the artifact is the judge.
+    judge_band: BandOutcome | None = (
+        band_outcome(run_scores, run_gold, artifact.band_high, artifact.band_low)
+        if args.judge == "artifact"
+        else None
     )
     rows = []
     for epsilon in args.epsilons:
@@ -156,7 +169,9 @@ def _main_split(
                 "certified": _on_run(plan, halves, plan.band),
                 "plain": _on_run(plan, halves, plan.plain_band),
                 "hindsight_human_share": _hindsight(run_scores, run_gold, epsilon),
-                "judge_band": {
+                "judge_band": None
+                if judge_band is None
+                else {
                     "human_share": judge_band.human_share,
                     "error": judge_band.error,
                     "error_ci": _interval(judge_band.errors, judge_band.auto_labelled),
@@ -252,7 +267,8 @@ def _markdown(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in result["main"]:
-        cert, plain, judge = row["certified"], row["plain"], row["judge_band"]
+        cert, plain = row["certified"], row["plain"]
+        judge = row["judge_band"] or {"human_share": None, "error": None}
         ci = cert["error_ci"]
         bound = row["plan"]["certification"]["upper_bound"]
         lines.append(
@@ -291,11 +307,23 @@ def run(args: argparse.Namespace) -> int:
     artifact = RelevanceArtifact.load(args.artifact or relevance_artifact_path(settings))
     args.judge_version, args.profile_name = artifact.version, settings.profile
     pairs = load_pairs(args.data, args.relevant_at)
-    scores = artifact_scores(pairs, artifact, settings)
+    if args.per_query:
+        from .relevance_judges import _subset
+
+        pairs = _subset(pairs, args.per_query, args.seed)
+    if args.judge == "gemma-cosine":
+        gemma = cosines(
+            pairs, "embedder_gemma", settings, query_prompt="query", document_prompt="document"
+        )
+        scores = (1.0 + gemma) / 2.0
+        args.judge_version = "gemma-cosine"
+    else:
+        scores = artifact_scores(pairs, artifact, settings)
     result = {
         "date": dt.date.today().isoformat(),
         "data": str(args.data),
-        "judge": artifact.version,
+        "pairs": len(pairs),
+        "judge": args.judge_version,
         "delta": args.delta,
         "method": args.method,
         "scheme": args.scheme,
