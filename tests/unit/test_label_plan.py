@@ -244,3 +244,47 @@ def test_judge_thresholds_are_where_the_calibrated_p_crosses_the_band(calibrator
     assert below_high < band.calibrated_high
     assert at[1] == pytest.approx(band.calibrated_low, abs=1e-9)
     assert above_low > band.calibrated_low
+
+
+def test_label_plan_from_a_finished_judge_job_binds_that_jobs_judge(tmp_path: Path) -> None:
+    # The job store is real (SQLite); the scores are the synthetic judge's, recorded as a
+    # judge-mode job records them. No model runs: the plan reads P(relevant) from the job.
+    from tribunal.cli import main
+    from tribunal.jobs import ItemResult, JobStore, LabelItem
+
+    scores, gold, queries = _draw(6, n=600, queries=30)
+    url = f"sqlite:///{tmp_path / 'labels.db'}"
+    store = JobStore.from_url(url)
+    store.create_job(
+        "sample", mode="judge", settings={"relevance_artifact": {"version": "rel-test"}},
+        source={"path": "sample.jsonl", "format": "jsonl"},
+    )  # fmt: skip
+    items = [
+        LabelItem(f"{q}:{i}", f"query {q}", f"passage {i}", query_id=q, doc_id=str(i), gold=g)
+        for i, (q, g) in enumerate(zip(queries, gold.tolist(), strict=True))
+    ]
+    store.add_items("sample", items)
+    store.record(
+        "sample",
+        [
+            ItemResult(item.item_id, int(p >= 0.25), "JUDGES", p_relevant=float(p))
+            for item, p in zip(items, scores, strict=True)
+        ],
+    )
+    store.close()
+    out = tmp_path / "plan.json"
+    code = main(
+        [
+            "label", "plan", "--from-job", "sample", "--database-url", url, "--epsilon", "0.15",
+            "--relevant-at", "1", "--out", str(out), "--plot", str(tmp_path / "plan.png"),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    plan = LabelPlan.load(out)
+    assert plan.judge.artifact_version == "rel-test"
+    assert plan.data.items == 600
+    assert plan.data.source["job"] == "sample"
+    assert plan.band is not None
+    assert (tmp_path / "plan.png").stat().st_size > 10_000
+    with pytest.raises(FailedPreconditionError, match="--from-job sample"):
+        plan.check_judge("rel-other")

@@ -61,6 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--per-query", type=int, default=0, help="at most N pairs per query, seeded (0: all)"
     )
+    parser.add_argument(
+        "--write-halves",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write the main split's pairs as DIR/plan-half.jsonl and DIR/run-half.jsonl "
+        "(inputs for `tribunal label run` / `label plan`)",
+    )
     parser.add_argument("--profile", default=None)
     parser.add_argument("--out", type=Path, default=Path(".build/eval/label-plan.json"))
 
@@ -297,6 +305,22 @@ def _markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write_halves(data: Path, pairs: list[Any], seed: int, folder: Path) -> None:
+    from .._io import read_jsonl
+
+    plan_queries, _ = split_queries(pairs, seed)
+    kept = {(p.qid, p.pid) for p in pairs}
+    folder.mkdir(parents=True, exist_ok=True)
+    with (
+        (folder / "plan-half.jsonl").open("w", encoding="utf-8") as plan_half,
+        (folder / "run-half.jsonl").open("w", encoding="utf-8") as run_half,
+    ):
+        for row in read_jsonl(data):
+            if (str(row["qid"]), str(row["pid"])) in kept:
+                out = plan_half if str(row["qid"]) in plan_queries else run_half
+                out.write(json.dumps(row) + "\n")
+
+
 def run(args: argparse.Namespace) -> int:
     from tribunal.core import load_settings
     from tribunal.ensemble import RelevanceArtifact, relevance_artifact_path
@@ -319,6 +343,8 @@ def run(args: argparse.Namespace) -> int:
         args.judge_version = "gemma-cosine"
     else:
         scores = artifact_scores(pairs, artifact, settings)
+    if args.write_halves is not None:
+        _write_halves(args.data, pairs, args.seed, args.write_halves)
     result = {
         "date": dt.date.today().isoformat(),
         "data": str(args.data),

@@ -64,9 +64,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "between goes to humans. Writes the plan (JSON, bound to the judge's version) and "
         "a PNG of automatic-label error against human share."
     )
-    parser.add_argument(
-        "--input", type=Path, required=True, help="labelled sample: JSONL, BEIR folder or TREC"
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--input", type=Path, help="labelled sample: JSONL, BEIR folder or TREC (scored here)"
     )
+    source.add_argument(
+        "--from-job",
+        default=None,
+        metavar="JOB",
+        help="a finished label job over a labelled sample: plan on the judge's P(relevant) it "
+        "recorded (no model runs); the plan is bound to that job's judge",
+    )
+    parser.add_argument("--database-url", default=None, help="job store of --from-job")
     parser.add_argument("--format", choices=("jsonl", "beir", "trec"), default=None)
     parser.add_argument("--run", type=Path, default=None, help="TREC run of candidates")
     parser.add_argument("--qrels", type=Path, default=None, help="TREC qrels (the gold grades)")
@@ -166,14 +175,11 @@ def _judge_scores(settings: Settings, items: list[Any], *, progress: bool) -> li
     return scores
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..jobs import ItemLimits, JudgeBinding, check_items, fit_plan, read_items
-    from ..jobs._plan_plot import plot_available, write_plan_plot
+def _from_input(args: argparse.Namespace, settings: Settings) -> _Sample:
+    """Read the sample and score it with the profile's judge, in this process."""
+    from ..jobs import ItemLimits, check_items, read_items
     from .label import _relevance_version
 
-    if args.limit is not None and args.limit < 1:
-        raise InvalidArgumentError("--limit must be >= 1", field="limit")
-    settings = load_settings(args.profile)
     judge = _relevance_version(settings)
     if judge is None:
         raise FailedPreconditionError(
@@ -183,29 +189,89 @@ def run(args: argparse.Namespace) -> int:
     items = read_items(spec)[: args.limit]
     kept, failed = check_items(items, ItemLimits.from_settings(settings))
     labelled = [i for i in kept if i.item_id not in failed and i.gold is not None]
-    if not labelled:
-        raise InvalidArgumentError(
-            f"{args.input} holds no item with a gold grade: a plan needs labelled items",
-            field="input",
-        )
-    gold = [int(i.gold >= args.relevant_at) for i in labelled]
-    if not any(gold):
-        raise InvalidArgumentError(
-            f"no item has gold grade >= {args.relevant_at}: for 0/1 labels pass --relevant-at 1",
-            field="relevant_at",
-        )
-    queries = len({i.query_id or i.query for i in labelled})
+    _check_sample(labelled, str(args.input), args.relevant_at)
     print(
-        f"sample: {len(labelled)} labelled items of {queries} "
-        f"queries ({len(items) - len(labelled)} skipped: holes or items the pipeline refuses); "
+        f"sample: {len(labelled)} labelled items of {_queries(labelled)} queries "
+        f"({len(items) - len(labelled)} skipped: holes or items the pipeline refuses); "
         f"scoring with relevance judge {judge['version']} ...",
         flush=True,
     )
     scores = _judge_scores(settings, labelled, progress=not args.no_progress)
+    return _Sample(labelled, scores, judge["version"], {**spec.describe(), "limit": args.limit})
+
+
+def _from_job(args: argparse.Namespace, settings: Settings) -> _Sample:
+    """The judge's P(relevant) a finished job recorded for its items with gold grades."""
+    from ..jobs import JobStore
+
+    url = args.database_url or settings.database_url
+    store = JobStore.from_url(url)
+    try:
+        job = store.job(args.from_job)
+        recorded = (job.settings or {}).get("relevance_artifact") or {}
+        entries = [
+            e
+            for e in store.items(args.from_job, finished=True)
+            if e.result is not None and e.result.p_relevant is not None and e.item.gold is not None
+        ]
+    finally:
+        store.close()
+    if not recorded.get("version"):
+        raise FailedPreconditionError(
+            f"job {args.from_job!r} records no relevance judge version: label the sample "
+            "with `tribunal label run --mode judge` and plan from that job"
+        )
+    labelled = [e.item for e in entries]
+    _check_sample(labelled, f"job {args.from_job!r}", args.relevant_at)
+    print(
+        f"sample: {len(labelled)} labelled items of {_queries(labelled)} queries from job "
+        f"{args.from_job} (judge {recorded['version']})",
+        flush=True,
+    )
+    return _Sample(
+        labelled,
+        [float(e.result.p_relevant) for e in entries],  # type: ignore[union-attr,arg-type]
+        str(recorded["version"]),
+        {**dict(job.source), "job": args.from_job},
+    )
+
+
+def _queries(items: list[Any]) -> int:
+    return len({i.query_id or i.query for i in items})
+
+
+def _check_sample(items: list[Any], where: str, relevant_at: int) -> None:
+    if not items:
+        raise InvalidArgumentError(
+            f"{where} holds no item with a gold grade: a plan needs labelled items",
+            field="input",
+        )
+    if not any(i.gold >= relevant_at for i in items):
+        raise InvalidArgumentError(
+            f"no item has gold grade >= {relevant_at}: for 0/1 labels pass --relevant-at 1",
+            field="relevant_at",
+        )
+
+
+class _Sample:
+    def __init__(
+        self, items: list[Any], scores: list[float], judge: str, source: dict[str, Any]
+    ) -> None:
+        self.items, self.scores, self.judge, self.source = items, scores, judge, source
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..jobs import JudgeBinding, fit_plan
+    from ..jobs._plan_plot import plot_available, write_plan_plot
+
+    if args.limit is not None and args.limit < 1:
+        raise InvalidArgumentError("--limit must be >= 1", field="limit")
+    settings = load_settings(args.profile)
+    sample = _from_job(args, settings) if args.from_job else _from_input(args, settings)
     plan = fit_plan(
-        scores,
-        gold,
-        [i.query_id or i.query for i in labelled],
+        sample.scores,
+        [int(i.gold >= args.relevant_at) for i in sample.items],
+        [i.query_id or i.query for i in sample.items],
         epsilon=args.epsilon,
         delta=args.delta,
         method=args.method,
@@ -214,10 +280,10 @@ def run(args: argparse.Namespace) -> int:
         calibrator_kind=args.calibrator,
         calibration_share=args.calibration_share,
         seed=args.seed,
-        judge=JudgeBinding(artifact_version=judge["version"], profile=settings.profile),
+        judge=JudgeBinding(artifact_version=sample.judge, profile=settings.profile),
         data={
-            "source": {**spec.describe(), "limit": args.limit},
-            "sha256": _items_digest(labelled),
+            "source": sample.source,
+            "sha256": _items_digest(sample.items),
             "relevant_grade": args.relevant_at,
         },
     )

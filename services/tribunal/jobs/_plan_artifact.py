@@ -315,7 +315,11 @@ class LabelPlan(_Part):
 def replan_command(plan: LabelPlan, plan_path: str = "PLAN") -> str:
     """The ``tribunal label plan`` command line that refits ``plan`` on its own sample."""
     cert, source = plan.certification, plan.data.source
-    options = [f"--input {source.get('path', 'SAMPLE')}"]
+    options = (
+        [f"--from-job {source['job']}"]
+        if source.get("job")
+        else [f"--input {source.get('path', 'SAMPLE')}"]
+    )
     for key in ("run", "qrels", "corpus", "depth"):
         if source.get(key):
             options.append(f"--{key} {source[key]}")

@@ -49,7 +49,8 @@ def write_plan_plot(plan: LabelPlan, path: Path) -> None:
             [cert.upper_bound],
             color="black",
             zorder=3,
-            label=f"plan ({cert.method}, {cert.scheme}): {cert.human_share:.1%} to humans",
+            label=f"plan ({cert.method}, {cert.scheme}, clusters {cert.clusters}): "
+            f"{cert.human_share:.1%} to humans",
         )
     if plan.plain_human_share is not None:
         axes.axvline(
