@@ -24,7 +24,7 @@ from tests.conftest import REPO
 PAGE = REPO / "docs" / "walkthrough.md"
 OUT = REPO / ".build" / "walkthrough"
 
-pytestmark = [pytest.mark.models, pytest.mark.slow]
+pytestmark = [pytest.mark.models, pytest.mark.slow, pytest.mark.extended]
 
 
 def walkthrough_commands(page: Path = PAGE) -> list[list[str]]:

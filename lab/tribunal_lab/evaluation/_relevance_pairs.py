@@ -77,7 +77,8 @@ def pair_vectors(
 
 def cosines(pairs: Sequence[Pair], model_key: str, settings: Any, **prompts: Any) -> NDArray[Any]:
     q, d = pair_vectors(pairs, model_key, settings, **prompts)
-    return np.clip(np.einsum("ij,ij->i", q, d).astype(np.float64), -1.0, 1.0)
+    values: NDArray[np.float64] = np.einsum("ij,ij->i", q, d).astype(np.float64)
+    return np.clip(values, -1.0, 1.0)
 
 
 def artifact_scores(pairs: Sequence[Pair], artifact: Any, settings: Any) -> NDArray[np.float64]:

@@ -83,7 +83,8 @@ def _split(pairs: list[Pair], seed: int) -> NDArray[np.str_]:
 
 
 def _cosine(q: NDArray[np.float32], d: NDArray[np.float32]) -> NDArray[np.float64]:
-    return np.einsum("ij,ij->i", q, d).astype(np.float64)[:, None]
+    values: NDArray[np.float64] = np.einsum("ij,ij->i", q, d).astype(np.float64)
+    return values[:, None]
 
 
 def _stats(q: NDArray[np.float32], d: NDArray[np.float32]) -> NDArray[np.float64]:

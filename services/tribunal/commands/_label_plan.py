@@ -1,6 +1,7 @@
 """``tribunal label plan`` and ``tribunal label run --plan``: certified automatic labels.
 
-``plan`` scores a labelled sample with the profile's relevance judge, fits a label plan
+``plan`` scores a labelled sample with the profile's relevance judge (``--input``) or
+reads the scores a finished judge job recorded (``--from-job``), fits a label plan
 (:func:`tribunal.jobs.fit_plan`: the thresholds outside which the judge's labels are
 wrong at most ε of the time, with probability ≥ 1 − δ), writes it as a versioned JSON
 artifact bound to the judge's version, and plots automatic-label error against the

@@ -2,9 +2,11 @@
 
 :class:`MonotoneCalibrator` reads a few chosen signals — by default the
 matcher's P(match), its margin over the query's other candidates, the reciprocal
-retrieval rank and the dense cosine — and
-not the collection-dependent magnitudes (raw BM25, a fused RRF score whose
-spread depends on the KB's size). A probability enters as its logit. Each
+retrieval rank, the reciprocal-rank-fusion score (how high *both* retrievers
+ranked the entry: a function of ranks and the fusion constant only) and the
+dense cosine — and not collection-dependent magnitudes such as a raw BM25 score,
+whose scale depends on the KB's vocabulary and lengths. A probability enters as
+its logit. Each
 weight is constrained to be ≥ 0, because for each of these signals the sign is
 known: a higher P(match), a better rank or a closer embedding never makes a
 candidate *less* likely to be right. A missing signal is imputed with its
@@ -36,10 +38,12 @@ PORTABLE_SIGNALS: tuple[str, ...] = (
     "ensemble_p_match",
     "ensemble_p_match_margin",
     "retrieval_reciprocal_rank",
+    "retrieval_score",
     "dense_score",
 )
-"""The default columns: a probability, its margin over the other candidates, a rank and a
-cosine — the same scale on any KB."""
+"""The default columns: a probability, its margin over the other candidates, the final
+rank, the reciprocal-rank-fusion score (a function of the dense and sparse retrievers'
+ranks only) and a cosine — each on the same scale on any KB."""
 
 
 def _is_probability(column: str) -> bool:

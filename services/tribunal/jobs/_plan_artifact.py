@@ -301,14 +301,23 @@ class LabelPlan(_Part):
                 "every item would go to humans"
             )
         band = self.band
+        relevant = (
+            f"RELEVANT when P >= {band.relevant_at:.4f}"
+            if band.auto_relevant
+            else "no automatic RELEVANT"
+        )
+        irrelevant = (
+            f"IRRELEVANT when P <= {band.irrelevant_at:.4f}"
+            if band.auto_irrelevant
+            else "no automatic IRRELEVANT"
+        )
         return (
             f"plan {self.version} (judge {self.judge.artifact_version}): automatic labels "
             f"error <= {cert.epsilon:g} with probability >= {1 - cert.delta:g} "
-            f"({cert.method}, {cert.scheme} bands; bound {cert.upper_bound:.4f} on "
-            f"{cert.auto_labelled} automatic of {cert.items} items, {cert.errors} wrong, "
-            f"{cert.queries} queries). RELEVANT when P >= {band.relevant_at:.4f}, IRRELEVANT "
-            f"when P <= {band.irrelevant_at:.4f}, humans between: "
-            f"{cert.human_share:.1%} of the sample"
+            f"({cert.method}, {cert.scheme} bands, clusters {cert.clusters}; bound "
+            f"{cert.upper_bound:.4f} on {cert.auto_labelled} automatic of {cert.items} items, "
+            f"{cert.errors} wrong, {cert.queries} queries). {relevant}, {irrelevant}, humans "
+            f"between: {cert.human_share:.1%} of the sample"
         )
 
 

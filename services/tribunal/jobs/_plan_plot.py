@@ -69,7 +69,7 @@ def write_plan_plot(plan: LabelPlan, path: Path) -> None:
         f"{plan.judge.artifact_version})",
         fontsize=9,
     )
-    axes.legend(fontsize=7, loc="upper right")
+    axes.legend(fontsize=7, loc="lower left")
     axes.grid(alpha=0.3)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
