@@ -9,7 +9,7 @@ from tribunal.core.models._probe import probe_model
 
 
 @pytest.mark.models
-def test_tiny_profile_has_three_ggufs_minilm_and_mpnet_with_matching_sha256(
+def test_tiny_profile_has_three_ggufs_minilm_mpnet_and_gemma_with_matching_sha256(
     tiny_settings: Settings,
 ) -> None:
     store = ModelStore(tiny_settings.model_dir, progress=False)
@@ -19,6 +19,7 @@ def test_tiny_profile_has_three_ggufs_minilm_and_mpnet_with_matching_sha256(
         "gguf",
         "gguf",
         "sentence-transformer",
+        "sentence-transformer-zip",
         "sentence-transformer-zip",
     ]
     for artifact in artifacts:
