@@ -49,9 +49,17 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def build_covid_traffic(
-    folder: Path, out: Path, *, classes_path: Path = CLASSES_PATH, chunk_chars: int = 1000
+    folder: Path,
+    out: Path,
+    *,
+    classes_path: Path | None = CLASSES_PATH,
+    chunk_chars: int = 1000,
 ) -> dict[str, Any]:
-    """Write the labelled queries to ``out`` (sorted by query); returns a summary."""
+    """Write the labelled queries to ``out`` (sorted by query); returns a summary.
+
+    ``classes_path=None``: the pairs file's links only (no classes, no verbatim
+    question), the labelling the classes correct, kept for comparison.
+    """
     entries, _ = deduplicate(
         read_entries(folder / "faq_kb_en.jsonl", record_format="faq", max_chars=chunk_chars)
     )
@@ -60,7 +68,7 @@ def build_covid_traffic(
     for entry in entries:
         by_answer.setdefault(_normalise(entry.answer)[:300], []).append(entry)
         by_question.setdefault(_normalise(entry.question), []).append(entry.id)
-    classes = AnswerClasses.load(classes_path)
+    classes = AnswerClasses.load(classes_path) if classes_path is not None else None
     linked: dict[str, set[str]] = {}
     unresolved = 0
     rows = _read_jsonl(folder / "question_similarity_en.jsonl")
@@ -75,18 +83,21 @@ def build_covid_traffic(
             continue
         linked.setdefault(row["question_2"], set()).add(found[0].id)
     verbatim = 0
-    for query, ids in linked.items():
-        same = set(by_question.get(_normalise(query), [])) - ids
-        verbatim += bool(same)
-        ids |= same
+    if classes is not None:
+        for query, linked_ids in linked.items():
+            same = set(by_question.get(_normalise(query), [])) - linked_ids
+            verbatim += bool(same)
+            linked_ids |= same
     queries = sorted(linked)
-    lines = [
-        json.dumps({"query": q, "answers": sorted(classes.expand(linked[q]))}, ensure_ascii=False)
-        for q in queries
-    ]
+
+    def answers(query: str) -> list[str]:
+        ids = linked[query]
+        return sorted(ids if classes is None else classes.expand(ids))
+
+    lines = [json.dumps({"query": q, "answers": answers(q)}, ensure_ascii=False) for q in queries]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    widened = sum(1 for q in queries if len(classes.expand(linked[q])) > len(linked[q]))
+    widened = sum(1 for q in queries if len(answers(q)) > 1)
     return {
         "queries": len(queries),
         "left_out_without_a_match": len({r["question_2"] for r in rows} - set(linked)),
@@ -102,13 +113,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=None, help="covid-qa folder")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--classes", type=Path, default=CLASSES_PATH)
+    parser.add_argument(
+        "--pairs-only",
+        action="store_true",
+        help="label by the pairs file's single link (no classes): the labelling to compare",
+    )
     parser.add_argument("--profile", default=None, help="profile (chunk size of ingestion)")
     args = parser.parse_args(argv)
     settings = load_settings(args.profile)
     summary = build_covid_traffic(
         args.data or data_root() / "covid-qa",
         args.out,
-        classes_path=args.classes,
+        classes_path=None if args.pairs_only else args.classes,
         chunk_chars=settings.retrieval.chunk_size_chars,
     )
     print(json.dumps(summary, indent=2))

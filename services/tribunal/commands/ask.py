@@ -81,9 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ask.add_argument(
         "--alpha",
         type=float,
-        default=0.1,
+        default=None,
         help="in-process: accept at the calibrator's threshold certified for this "
-        "hallucination rate (default 0.1)",
+        "hallucination rate (default: the profile's confidence.alpha)",
     )
     ask.add_argument(
         "--plain-threshold",

@@ -50,9 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument(
         "--alpha",
         type=float,
-        default=0.1,
+        default=None,
         help="target hallucination rate: accept at the calibrator's threshold certified for "
-        "it (default 0.1)",
+        "it (default: the profile's confidence.alpha; with none certified, nothing is "
+        "accepted and the demo says so)",
     )
     parser.add_argument(
         "--plain-threshold",
@@ -82,11 +83,25 @@ def _certification(settings: Settings) -> str:
             f"calibrator {artifact.version}: no threshold is certified for alpha={alpha:g}"
             f"{where}; every answer falls back (NO_CERTIFIED_THRESHOLD)"
         )
+    held = next(
+        (
+            item
+            for item in artifact.metrics.get("heldout", {}).get("per_alpha", [])
+            if abs(item.get("alpha", -1) - alpha) < 1e-9
+        ),
+        None,
+    )
+    heldout = (
+        f"; on {held['n']} held-out queries: {held['errors']} wrong of {held['accepted']} "
+        f"answered, coverage {held['coverage']:.1%}"
+        if held
+        else ""
+    )
     return (
         f"answering with calibrator {artifact.version}: threshold {threshold.threshold:.4f} "
         f"certified by {threshold.method} at alpha={alpha:g}, delta={threshold.delta:g}{where}: "
         f"upper bound on the hallucination rate {threshold.upper_bound:.3f}, "
-        f"coverage {threshold.coverage:.1%} ({threshold.accepted}/{threshold.n})"
+        f"coverage {threshold.coverage:.1%} ({threshold.accepted}/{threshold.n}){heldout}"
     )
 
 
@@ -140,10 +155,12 @@ def _ingest(settings: Settings, folder: Path, collection: str) -> int:
 
 
 def _in_process_settings(
-    profile: str | None, plain_threshold: float | None, alpha: float = 0.1
+    profile: str | None, plain_threshold: float | None, alpha: float | None = None
 ) -> Settings:
     base = load_settings(profile)
-    confidence = {**base.confidence.model_dump(), "alpha": alpha}
+    confidence = base.confidence.model_dump()
+    if alpha is not None:
+        confidence["alpha"] = alpha
     if plain_threshold is not None:
         confidence["plain_threshold"] = plain_threshold
         print(
