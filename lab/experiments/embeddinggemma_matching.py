@@ -75,7 +75,9 @@ def gemma_features(
     query = encode(queries, prompt_name="query")
     document = encode([*answers, *both], prompt_name="document")
 
-    def cosine(left: dict, lt: list[str], right: dict, rt: list[str]) -> np.ndarray:
+    def cosine(
+        left: dict[str, np.ndarray], lt: list[str], right: dict[str, np.ndarray], rt: list[str]
+    ) -> np.ndarray:
         return np.array([float(left[a] @ right[b]) for a, b in zip(lt, rt, strict=True)])
 
     return {
@@ -104,7 +106,7 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
 def fitted(x: np.ndarray, y: np.ndarray, fit: np.ndarray, apply: np.ndarray) -> np.ndarray:
     scaler = StandardScaler().fit(x[fit])
     model = LogisticRegression(max_iter=1000).fit(scaler.transform(x[fit]), y[fit])
-    return model.predict_proba(scaler.transform(x[apply]))[:, 1]
+    return np.asarray(model.predict_proba(scaler.transform(x[apply]))[:, 1], dtype=float)
 
 
 def paired_bootstrap(y: np.ndarray, a: np.ndarray, b: np.ndarray, seed: int) -> list[float]:

@@ -87,7 +87,7 @@ def build_covid_traffic(
         for query, linked_ids in linked.items():
             same = set(by_question.get(_normalise(query), [])) - linked_ids
             verbatim += bool(same)
-            linked_ids |= same
+            linked_ids.update(same)
     queries = sorted(linked)
 
     def answers(query: str) -> list[str]:
