@@ -242,3 +242,26 @@ def test_calibration_refuses_misaligned_observations() -> None:
     traffic, observed = _traffic(10, 2)
     with pytest.raises(InvalidArgumentError, match="observed candidate lists"):
         calibrate(traffic, observed[:-1], CalibrationConfig(), BINDING)
+
+
+def test_the_shipped_calibrator_certifies_the_tiny_profiles_alpha() -> None:
+    """The tiny profile serves at an α its shipped calibrator certifies, bound to the COVID
+    FAQ collection, the shipped feature matcher and the profile's retrieval embedder."""
+    from tribunal.confidence import default_artifact_path, embedder_version
+    from tribunal.core import load_settings
+    from tribunal.ensemble._feature_artifact import MatchFeaturesArtifact, features_path
+
+    settings = load_settings("tiny")
+    artifact = CalibratorArtifact.load(default_artifact_path(settings))
+    threshold = artifact.threshold_for(settings.confidence.alpha)
+    assert threshold.certified
+    assert threshold.upper_bound is not None
+    assert threshold.upper_bound <= settings.confidence.alpha
+    binding = artifact.binding
+    assert binding is not None
+    assert binding.embedder == embedder_version(settings)
+    matcher = MatchFeaturesArtifact.load(features_path(settings))
+    assert binding.matcher == f"features:{matcher.version}"
+    assert binding.candidates == settings.gateway.candidates
+    # It loads where the services load it (no refusal under the tiny profile).
+    assert ConfidenceScorer.from_settings(settings).version == artifact.version
