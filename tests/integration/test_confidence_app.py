@@ -36,7 +36,8 @@ def deployment(tmp_path: Path) -> Any:
     artifact = fit_artifact(synthetic_data(600), FitConfig(alphas=(0.05, 0.1)))
     path = artifact.save(tmp_path / "c.json")
     settings = load_settings(
-        "tiny", confidence={"artifact_path": str(path), "max_items_per_request": 4}
+        "tiny",
+        confidence={"artifact_path": str(path), "alpha": 0.05, "max_items_per_request": 4},
     )
     return ConfidenceDeployment.func_or_class(settings.model_dump(mode="json"))
 

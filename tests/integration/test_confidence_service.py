@@ -40,7 +40,7 @@ def start(artifact: CalibratorArtifact, tmp_path: Path) -> Iterator[Start]:
             artifact.save(path)
         settings = load_settings(
             server={"port": 0, "metrics_port": None},
-            confidence={"artifact_path": path, **confidence},
+            confidence={"artifact_path": path, "alpha": 0.05, **confidence},
         )
         host = build_host(settings)
         port = host.start()

@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 from tribunal.confidence import CalibratorArtifact, PlattCalibrator, Signals
 
-SHIPPED = (
-    Path(__file__).resolve().parents[2]
-    / "services/tribunal/artifacts/tiny/confidence/features-calibrator.json"
-)
+# The feature matcher's calibrator as shipped before `tribunal calibrate` (format /1,
+# fitted before ranges were recorded), kept as a fixture of an artifact without ranges.
+SHIPPED = Path(__file__).resolve().parent / "fixtures/legacy-platt-calibrator.json"
 
 
 def _rows(n: int = 200, seed: int = 0) -> tuple[list[Signals], np.ndarray]:

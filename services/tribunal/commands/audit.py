@@ -75,6 +75,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     stats.add_argument(
         "--alpha", type=float, default=None, help="its threshold to compare (confidence.alpha)"
     )
+    stats.add_argument(
+        "--collection",
+        default=None,
+        help="the collection served with it (default: the one it was calibrated on)",
+    )
     stats.set_defaults(func=_stats)
 
     queue = actions.add_parser("escalations", help="items waiting for human review")
@@ -163,7 +168,7 @@ def _acceptance_drift(
     alpha = args.alpha if args.alpha is not None else settings.confidence.alpha
     threshold = artifact.threshold_for(alpha)
     binding = artifact.binding
-    collection = binding.collection if binding is not None else None
+    collection = args.collection or (binding.collection if binding is not None else None)
     by_decision = database.decision_counts(since=since, collection=collection).get("answer", {})
     total = sum(by_decision.values())
     accepted = sum(v for k, v in by_decision.items() if k.split("/")[0] == "ACCEPT")
