@@ -265,3 +265,21 @@ def test_the_shipped_calibrator_certifies_the_tiny_profiles_alpha() -> None:
     assert binding.candidates == settings.gateway.candidates
     # It loads where the services load it (no refusal under the tiny profile).
     assert ConfidenceScorer.from_settings(settings).version == artifact.version
+
+
+def test_confidence_fit_takes_the_method_and_the_monotone_calibrator(tmp_path: Path) -> None:
+    from tribunal.cli import main
+    from tribunal.confidence import write_labelled_signals
+
+    from tests.unit._confidence_data import synthetic_signals
+
+    signals, labels = synthetic_signals(600)
+    data = tmp_path / "signals.jsonl"
+    write_labelled_signals(data, signals, [int(y) for y in labels])
+    out = tmp_path / "calibrator.json"
+    args = ["confidence", "fit", "--data", str(data), "--calibrator", "monotone"]
+    assert main([*args, "--method", "ltt", "--alpha", "0.1", "-o", str(out)]) == 0
+    artifact = CalibratorArtifact.load(out)
+    assert artifact.calibrator.kind == "monotone"
+    assert [t.method for t in artifact.thresholds] == ["ltt"]
+    assert artifact.binding is None  # a signals file is bound to no KB

@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         nargs="+",
         default=None,
         help="columns of the monotone calibrator (default: ensemble_p_match "
-        "retrieval_reciprocal_rank dense_score)",
+        "ensemble_p_match_margin retrieval_reciprocal_rank retrieval_score dense_score)",
     )
     parser.add_argument("--score", default=None, help="the column an isotonic/temperature reads")
     parser.add_argument("--holdout-fraction", type=float, default=0.3, help="by group (0.3)")

@@ -19,6 +19,8 @@ from ._extras import require_extra
 __all__ = ["register"]
 
 _KINDS = ("platt", "isotonic", "temperature")
+_ALL_KINDS = (*_KINDS, "monotone")
+_METHODS = ("clopper-pearson", "ltt", "ltt-hb", "sgr")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,11 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "fit",
         help="fit a calibrator, select a threshold per alpha, write the artifact",
         description="Split the data (seeded, stratified) into fit / risk / held-out parts, fit "
-        "the calibrator on the fit part, select per alpha the lowest threshold whose "
-        "Clopper-Pearson bound on P(wrong | accepted) is <= alpha on the risk part.",
+        "the calibrator on the fit part, and certify per alpha, on the risk part, the lowest "
+        "threshold whose hallucination rate P(wrong | accepted) is <= alpha with probability "
+        ">= 1 - delta (--method). For labelled traffic of one KB collection, `tribunal "
+        "calibrate` runs the stages itself and binds the artifact to the KB.",
     )
     fit.add_argument("--data", type=Path, required=True, help="labelled signals (JSONL)")
-    fit.add_argument("--calibrator", choices=_KINDS, default=None, help="default: settings")
+    fit.add_argument("--calibrator", choices=_ALL_KINDS, default=None, help="default: settings")
     fit.add_argument(
         "-o",
         "--output",
@@ -86,6 +90,12 @@ def _add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--holdout-fraction", type=float, default=None)
     parser.add_argument("--risk-fraction", type=float, default=None)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--method",
+        choices=_METHODS,
+        default="clopper-pearson",
+        help="risk control (see `tribunal calibrate --help`; default clopper-pearson)",
+    )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
 
 
@@ -121,6 +131,7 @@ def _fit_config(
         holdout_fraction=args.holdout_fraction or config.holdout_fraction,
         risk_fraction=args.risk_fraction or config.risk_fraction,
         seed=config.seed if args.seed is None else args.seed,
+        method=args.method,
     )
 
 
@@ -186,9 +197,9 @@ def _report(args: argparse.Namespace) -> int:
     artifacts, skipped = [], []
     for spec in args.calibrator:
         kind, _, score = spec.partition(":")
-        if kind not in _KINDS:
+        if kind not in _ALL_KINDS:
             raise InvalidArgumentError(
-                f"unknown calibrator {kind!r} in {spec!r}; choose {', '.join(_KINDS)}",
+                f"unknown calibrator {kind!r} in {spec!r}; choose {', '.join(_ALL_KINDS)}",
                 field="calibrator",
             )
         try:

@@ -58,7 +58,7 @@ class CalibrationConfig:
     calibrator: str = "monotone"
     """Calibrator kind (``monotone`` reads only KB-independent signals)."""
     signals: tuple[str, ...] | None = None
-    """Columns of the monotone calibrator (default: P(match), 1/rank, dense cosine)."""
+    """Columns of the monotone calibrator (default: :data:`PORTABLE_SIGNALS`)."""
     score: str | None = None
     """The one column an isotonic or temperature calibrator reads."""
     alphas: tuple[float, ...] = (0.05, 0.1, 0.2)

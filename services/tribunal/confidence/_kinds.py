@@ -28,8 +28,7 @@ def make_calibrator(
     """An unfitted calibrator of ``kind``.
 
     ``score`` is the column a single-score kind (isotonic, temperature) reads;
-    ``signals`` the columns of the monotone one (default: P(match), reciprocal
-    rank, dense cosine).
+    ``signals`` the columns of the monotone one (default: ``PORTABLE_SIGNALS``).
 
     Raises:
         InvalidArgumentError: unknown kind, or a single-score kind without ``score``.
