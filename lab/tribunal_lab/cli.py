@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from tribunal import __version__
-from tribunal.core import TribunalError, configure_logging
+from tribunal.cli import run
 
 from .commands import crowdrag as crowdrag_commands
 from .commands import dataset as dataset_commands
@@ -36,17 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    configure_logging(args.log_level, args.log_format)
-    try:
-        return int(args.func(args))
-    except TribunalError as exc:
-        # Known errors already say what to fix; no traceback.
-        print(f"tribunal-lab: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return run(build_parser(), argv, "tribunal-lab")
 
 
 if __name__ == "__main__":

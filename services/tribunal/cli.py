@@ -52,18 +52,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None, prog: str) -> int:
+    """Parse, configure logging, run the chosen command; known errors without a traceback."""
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_format)
     try:
         return int(args.func(args))
     except TribunalError as exc:
         # Known errors already say what to fix; no traceback.
-        print(f"tribunal: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser(), argv, "tribunal")
 
 
 if __name__ == "__main__":
