@@ -1,51 +1,60 @@
-"""``Answer`` with per-query entailment (the old path) and without it (verified at write).
+"""``Answer``: the old path (entailment per query) vs the gateway now, at concurrency 1
+and 16, against the embedder's own batched throughput on the same queries.
 
-Both paths run in one process, each against its own stage servers (the stages on
-one loopback gRPC server, as the demo's in-process gateway has them; separate
-servers, so neither path finds the other's query and entry embeddings in the
-feature matcher's cache), on the demo's KB and questions (the COVID FAQ, a
-seeded sample of real user paraphrases plus questions the FAQ cannot answer):
+Everything runs in one process on the demo's KB (the COVID FAQ, self-evidenced):
 
-- **new**: the gateway's :class:`AnswerPipeline` — retrieval, the ensemble, the
-  confidence service, every reply checked; no entailment call (each entry's
-  evidence was verified when it was written; the FAQ is self-evidenced).
-- **old**: what the gateway did before, step for step — retrieval, then the
-  ensemble and an entailment ``Check`` of each candidate's chunks against its
-  answer run concurrently, then confidence; the decision is the confidence
-  service's.
+- **old**: an entailment ``Check`` of each candidate's chunks against its answer per
+  query, concurrently with the ensemble, then confidence — what the gateway did before
+  evidence was verified when entries are written. Its own stage server (every stage).
+- **new**: a real gateway gRPC server (``in-process`` discovery: its stages on a
+  loopback server of their own), called over gRPC: retrieval, the feature matcher,
+  confidence, every reply checked, the decision audited. No entailment call; each query
+  embedded once per model; concurrent queries micro-batched through each embedder.
+- **new, unbatched**: the same gateway with ``retrieval.micro_batch_texts: 1`` (one
+  forward pass per call, the calls still queued on one thread per model), at
+  concurrency 16: what micro-batching adds.
+- **limit**: the same models' batched throughput on the same queries, alone (no gRPC,
+  no cache), one model after the other, in batches of 16 — the largest batch 16 clients
+  can form — taken before and after the concurrency-16 runs: a gateway can answer no
+  faster than it embeds its queries. Also shown: batches of
+  ``retrieval.micro_batch_texts`` (64), the models' ceiling at any concurrency.
 
-For each path: paraphrases answered with the right entry, wrong answers, and the
-time per query; then the ratio; then where the new path spends its time, per stage
-(the time it waited on each, model work plus one loopback hop) and outside them
-(validation, reply checks, the trusted calibrator's own verdict). Queries alternate
-between the paths (old, new, old, new, ...) after one warm-up of each, so load on the
-shared machine hits both.
+At concurrency 1 the demo's questions alternate between the paths (old, new, old, ...)
+after one warm-up each, and their decisions are compared. At concurrency 16 the
+queries are other paraphrases from the same file, each asked once (no cache helps
+them), after a warm-up set that fills the matcher's cache of KB entries as a running
+service's is.
 
-    .venv/bin/python bench/gateway.py [--queries 8] [--seed 7] [--out .build/bench/gateway.json]
+    .venv/bin/python bench/gateway.py [--queries 8] [--concurrent-queries 192]
+        [--out .build/bench/gateway.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import statistics
+import os
+import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import grpc
 from tribunal.commands.demo import _in_process_settings, _ingest, _questions
 from tribunal.core import Settings
-from tribunal.gateway import AnswerPipeline, StageTransport, call_stage
-from tribunal.gateway._checks import AnswerPolicy
+from tribunal.gateway import StageTransport, call_stage
+from tribunal.gateway._answer import _candidate_signals
 from tribunal.gateway._wiring import serve_stages
+from tribunal.gateway.servicer import build_host
+from tribunal.retrieval import load_profile_embedder
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2,
     ensemble_pb2,
     entailment_pb2,
     gateway_pb2,
+    gateway_pb2_grpc,
     retrieval_pb2,
 )
 
@@ -106,17 +115,9 @@ class PerQueryEntailment:
             ),
         )
         matched, checked = matches.result(), checks.result() if pairs else None
-        signals = []
-        for i, (hit, match) in enumerate(zip(hits, matched.results, strict=True)):
-            item = confidence_pb2.Signals(
-                retrieval_score=hit.score, retrieval_rank=hit.rank, ensemble_p_match=match.p_match
-            )
-            if hit.HasField("dense_score"):
-                item.dense_score = hit.dense_score
-            if hit.HasField("sparse_score"):
-                item.sparse_score = hit.sparse_score
-            for judge in match.judges:
-                item.judge_p_yes[judge.judge] = judge.p_yes
+        # The gateway's own signals (margins included), plus the per-query entailment.
+        signals = _candidate_signals(hits, list(matched.results))
+        for i, item in enumerate(signals):
             results = (
                 [r for (j, _), r in zip(pairs, checked.results, strict=True) if j == i]
                 if checked
@@ -127,7 +128,6 @@ class PerQueryEntailment:
                 item.supporting_passages = sum(
                     r.label == entailment_pb2.ENTAILMENT_LABEL_ENTAILED for r in results
                 )
-            signals.append(item)
         scores = self._call(
             "confidence",
             "BatchScore",
@@ -145,31 +145,87 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def _split(stages: list[dict[str, float]], totals: list[float]) -> dict[str, dict[str, float]]:
-    """p50 / p95 of each stage's wait, the total, and what is outside the stages."""
-    parts: dict[str, list[float]] = {}
-    for row in stages:
-        for stage, ms in row.items():
-            parts.setdefault(stage, []).append(ms)
-    parts["total"] = totals
-    parts["outside the stages"] = [
-        max(0.0, total - sum(row.values())) for row, total in zip(stages, totals, strict=True)
+def _paraphrases(folder: Path, exclude: set[str], count: int, seed: int) -> list[str]:
+    """``count`` distinct user questions of the paraphrase file, none in ``exclude``."""
+    rows = [
+        json.loads(line)
+        for line in (folder / "question_similarity_en.jsonl").read_text().splitlines()
+        if line.strip()
     ]
+    questions = sorted({r["question_2"] for r in rows if int(r["label"]) == 1} - exclude)
+    return random.Random(seed).sample(questions, min(count, len(questions)))
+
+
+class GatewayClient:
+    """A real gateway gRPC server (in-process stages) and a channel to it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.host = build_host(settings)
+        port = self.host.start()
+        if not self.host.wait_until_ready():
+            self.host.stop(0)
+            raise RuntimeError(f"the gateway did not start: {self.host.load_error}")
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        self.stub: Any = gateway_pb2_grpc.GatewayServiceStub(self.channel)  # type: ignore[no-untyped-call]
+
+    def answer(self, query: str) -> tuple[str, str]:
+        reply = self.stub.Answer(gateway_pb2.AnswerRequest(query=query), timeout=3600)
+        return common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_"), reply.kb_entry_id
+
+    def close(self) -> None:
+        self.channel.close()
+        self.host.stop(0)
+
+
+def _concurrent(client: GatewayClient, queries: list[str], concurrency: int) -> dict[str, Any]:
+    """Every query once, ``concurrency`` in flight: queries/s and latency percentiles."""
+    seconds: list[float] = []
+
+    def ask(query: str) -> str:
+        started = time.perf_counter()
+        decision, _ = client.answer(query)
+        seconds.append(time.perf_counter() - started)
+        return decision
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        decisions = list(pool.map(ask, queries))
+    wall = time.perf_counter() - started
     return {
-        part: {"p50": _percentile(values, 0.5), "p95": _percentile(values, 0.95)}
-        for part, values in parts.items()
+        "queries": len(queries),
+        "queries_per_s": len(queries) / wall,
+        "p50_s": _percentile(seconds, 0.5),
+        "p99_s": _percentile(seconds, 0.99),
+        "accepted": decisions.count("ACCEPT"),
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queries", type=int, default=8, help="paraphrases (+4 out of scope)")
-    parser.add_argument("--data", type=Path, default=SHARED)
-    parser.add_argument("--seed", type=int, default=7, help="the demo's default")
-    parser.add_argument("--out", type=Path, default=Path(".build/bench/gateway.json"))
-    args = parser.parse_args()
+def _embedder_limit(settings: Settings, queries: list[str], size: int) -> dict[str, Any]:
+    """The hot path's models (retrieval's embedder, the feature matcher's) embedding the
+    queries alone, one model after the other, in batches of ``size``: queries/s (fresh
+    models, no cache)."""
+    from tribunal.ensemble import MatchFeaturesArtifact, features_path
 
-    settings = _in_process_settings(None, 0.5)
+    keys = [settings.roles.embedder]  # type: ignore[union-attr]
+    matcher_key = MatchFeaturesArtifact.load(features_path(settings)).embedder.model_key
+    if matcher_key not in keys:
+        keys.append(matcher_key)
+    per_model = {}
+    for key in keys:
+        embedder = load_profile_embedder(settings, key)
+        embedder.embed(queries[:size])  # warm-up
+        started = time.perf_counter()
+        for start in range(0, len(queries), size):
+            embedder.embed(queries[start : start + size])
+        per_model[key] = time.perf_counter() - started
+    return {
+        "models": per_model,
+        "queries_per_s": len(queries) / sum(per_model.values()),
+    }
+
+
+def _bench_settings(concurrency: int) -> Settings:
+    settings = _in_process_settings(None, None)
     # Time is what is measured: no stage may time out into a fallback.
     gateway = settings.gateway.model_copy(
         update={
@@ -178,30 +234,35 @@ def main() -> int:
             "stage_timeout_s": dict.fromkeys(settings.gateway.stage_timeout_s, 1800.0),
         }
     )
-    settings = settings.model_copy(update={"gateway": gateway})
-    _ingest(settings, args.data, COLLECTION)
-    questions = _questions(args.data, args.queries, args.seed)
-    transport, host = serve_stages(settings)
-    new_transport, new_host = serve_stages(settings, ("retrieval", "ensemble", "confidence"))
-    new = AnswerPipeline(
-        settings.gateway, new_transport, store=None, policy=AnswerPolicy.from_settings(settings)
+    # Room for every concurrent client at the gateway (its default admits 8 at work and 8
+    # waiting, and refuses the rest at once).
+    server = settings.server.model_copy(
+        update={"max_ongoing_requests": 2 * concurrency, "max_queued_requests": 32}
     )
+    return settings.model_copy(update={"gateway": gateway, "server": server})
+
+
+def _variant(settings: Settings, **retrieval: Any) -> Settings:
+    return settings.model_copy(
+        update={"retrieval": settings.retrieval.model_copy(update=retrieval)}
+    )
+
+
+def _sequential(
+    settings: Settings, new: GatewayClient, questions: list[tuple[str, str | None]]
+) -> list[dict[str, Any]]:
+    """The demo's questions, old and new path in turn, at concurrency 1."""
+    # The old path gets models of its own with no shared memory of recent queries, so
+    # that neither path finds the other's query vectors.
+    transport, old_host = serve_stages(_variant(settings, shared_recent_texts=0))
     old = PerQueryEntailment(settings, transport)
-
-    stage_ms: list[dict[str, float]] = []
-
-    def ask_new(query: str) -> tuple[str, str]:
-        reply = new.answer(gateway_pb2.AnswerRequest(query=query))
-        stage_ms.append({s.stage: s.milliseconds for s in reply.latencies})
-        return common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_"), reply.kb_entry_id
-
     rows: list[dict[str, Any]] = []
     try:
-        for ask in (old.answer, ask_new):  # warm-up: first-call allocations, caches
+        for ask in (old.answer, new.answer):  # warm-up: first-call allocations
             ask("What is a novel coronavirus?")
         for number, (query, expected) in enumerate(questions, start=1):
             row: dict[str, Any] = {"query": query, "expected": expected}
-            for name, ask in (("old", old.answer), ("new", ask_new)):
+            for name, ask in (("old", old.answer), ("new", new.answer)):
                 started = time.perf_counter()
                 decision, entry = ask(query)
                 row[name] = {
@@ -212,16 +273,51 @@ def main() -> int:
             rows.append(row)
             print(
                 f"  {number}/{len(questions)} old {row['old']['seconds']:6.2f} s "
-                f"{row['old']['decision']:8s} new {row['new']['seconds']:6.2f} s "
+                f"{row['old']['decision']:8s} new {row['new']['seconds']:6.3f} s "
                 f"{row['new']['decision']:8s} {query[:50]}",
                 flush=True,
             )
     finally:
-        for closer in (transport.close, new_transport.close):
-            closer()
-        host.stop(0)
-        new_host.stop(0)
+        transport.close()
+        old_host.stop(0)
+    return rows
 
+
+def _throughput(
+    settings: Settings, new: GatewayClient, warm: list[str], loaded: list[str], concurrency: int
+) -> dict[str, Any]:
+    """Queries/s at ``concurrency``: batched, unbatched, and the embedders' limit."""
+    unbatched = GatewayClient(_variant(settings, micro_batch_texts=1))
+    try:
+        for client in (new, unbatched):  # the KB entries' vectors, as a running service has them
+            _concurrent(client, warm, concurrency)
+        # The batch a model can get at this concurrency is at most one query per client.
+        before = _embedder_limit(settings, loaded, concurrency)
+        print(f"  limit: {before['queries_per_s']:.1f} queries/s", flush=True)
+        batched = _concurrent(new, loaded, concurrency)
+        print(f"  new: {batched['queries_per_s']:.1f} queries/s", flush=True)
+        alone = _concurrent(unbatched, loaded, concurrency)
+        print(f"  new, unbatched: {alone['queries_per_s']:.1f} queries/s", flush=True)
+        after = _embedder_limit(settings, loaded, concurrency)
+        ceiling = _embedder_limit(settings, loaded, settings.retrieval.micro_batch_texts)
+    finally:
+        unbatched.close()
+    limit = (before["queries_per_s"] + after["queries_per_s"]) / 2
+    return {
+        "concurrency": concurrency,
+        "queries": len(loaded),
+        "new": batched,
+        "new_unbatched": alone,
+        "limit_before": before,
+        "limit_after": after,
+        "limit_queries_per_s": limit,
+        "ceiling": ceiling,
+        "ceiling_batch": settings.retrieval.micro_batch_texts,
+        "share_of_limit": batched["queries_per_s"] / limit,
+    }
+
+
+def _sequential_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     table = {}
     for name in ("old", "new"):
         seconds = [r[name]["seconds"] for r in rows]
@@ -233,32 +329,91 @@ def main() -> int:
             "out_of_scope_refused": sum(
                 r["expected"] is None and r[name]["decision"] != "ACCEPT" for r in rows
             ),
-            "mean_s": statistics.mean(seconds),
             "p50_s": _percentile(seconds, 0.5),
             "p95_s": _percentile(seconds, 0.95),
         }
-    ratio = table["old"]["mean_s"] / table["new"]["mean_s"]
-    labels = {
-        "old": "old: entailment per query",
-        "new": "new: verified at write, no entailment per query",
-    }
-    print("\n| path | right entry | wrong | out of scope refused | mean s/query | p50 s | p95 s |")
-    print("|---|---|---|---|---|---|---|")
+    same = sum(
+        (r["old"]["decision"], r["old"]["entry"]) == (r["new"]["decision"], r["new"]["entry"])
+        for r in rows
+    )
+    print(f"\nconcurrency 1, the demo's {len(rows)} questions:")
+    print("| path | right entry | wrong | out of scope refused | p50 s | p95 s |")
+    print("|---|---|---|---|---|---|")
+    labels = {"old": "old: entailment per query", "new": "new: the gateway now"}
     for name, t in table.items():
         print(
             f"| {labels[name]} | {t['right']} of {t['paraphrases']} | {t['wrong']} | "
             f"{t['out_of_scope_refused']} of {len(rows) - t['paraphrases']} | "
-            f"{t['mean_s']:.2f} | {t['p50_s']:.2f} | {t['p95_s']:.2f} |"
+            f"{t['p50_s']:.3f} | {t['p95_s']:.3f} |"
         )
-    print(f"\ntime per query, old / new: {ratio:.1f}x" if math.isfinite(ratio) else "")
-    split = _split(stage_ms[1:], [r["new"]["seconds"] * 1000.0 for r in rows])  # no warm-up
-    print("\n| new path, part of Answer | p50 ms | p95 ms |\n|---|---|---|")
-    for part, values in split.items():
-        print(f"| {part} | {values['p50']:.0f} | {values['p95']:.0f} |")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"paths": table, "ratio": ratio, "new_split_ms": split, "rows": rows}, indent=2)
+    share = table["new"]["p50_s"] / table["old"]["p50_s"]
+    print(
+        f"same decision and entry on {same} of {len(rows)}; new p50 = {share:.1%} of old "
+        f"({1 / share:.0f}x faster)"
     )
+    return {"paths": table, "same_decisions": same, "p50_share": share}
+
+
+def _concurrent_table(result: dict[str, Any]) -> None:
+    limit = result["limit_queries_per_s"]
+    print(
+        f"\nconcurrency {result['concurrency']}, {result['queries']} other paraphrases, "
+        "each asked once:"
+    )
+    print("| path | queries/s | share of the limit | p50 s | p99 s |\n|---|---|---|---|---|")
+    for label, key in (("new", "new"), ("new, unbatched", "new_unbatched")):
+        row = result[key]
+        print(
+            f"| {label} | {row['queries_per_s']:.1f} | {row['queries_per_s'] / limit:.0%} | "
+            f"{row['p50_s']:.3f} | {row['p99_s']:.3f} |"
+        )
+    ceiling = result["ceiling"]["queries_per_s"]
+    print(
+        f"| limit: the embedders alone, batches of {result['concurrency']} | {limit:.1f} | "
+        f"100% | - | - |\n"
+        f"| the embedders alone, batches of {result['ceiling_batch']} | {ceiling:.1f} | "
+        f"{ceiling / limit:.0%} | - | - |\n"
+        f"(limit before {result['limit_before']['queries_per_s']:.1f}, after "
+        f"{result['limit_after']['queries_per_s']:.1f} queries/s)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=8, help="paraphrases (+4 out of scope)")
+    parser.add_argument("--concurrent-queries", type=int, default=192)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--data", type=Path, default=SHARED)
+    parser.add_argument("--seed", type=int, default=7, help="the demo's default")
+    parser.add_argument("--out", type=Path, default=Path(".build/bench/gateway.json"))
+    args = parser.parse_args()
+
+    settings = _bench_settings(args.concurrency)
+    _ingest(settings, args.data, COLLECTION)
+    questions = _questions(args.data, args.queries, args.seed)
+    asked = {q for q, _ in questions}
+    warm = _paraphrases(args.data, asked, 64, args.seed + 1)
+    loaded = _paraphrases(args.data, asked | set(warm), args.concurrent_queries, args.seed + 2)
+    load_before = os.getloadavg()
+    new = GatewayClient(settings)
+    try:
+        rows = _sequential(settings, new, questions)
+        concurrent = _throughput(settings, new, warm, loaded, args.concurrency)
+    finally:
+        new.close()
+    load_after = os.getloadavg()
+    sequential = _sequential_table(rows)
+    _concurrent_table(concurrent)
+    print(f"load average before {load_before}, after {load_after}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "load_before": load_before,
+        "load_after": load_after,
+        "concurrency_1": sequential,
+        "concurrent": concurrent,
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(report, indent=2))
     return 0
 
 

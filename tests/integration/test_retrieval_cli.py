@@ -25,6 +25,10 @@ def test_ingest_a_faq_file_then_search_stats_and_delete(
     out = capsys.readouterr().out
     assert "1 id(s) appear more than once" in out
     assert "upserted 12 entries" in out
+    # The feature matcher's vectors of each entry's question, answer and both, stored now.
+    assert "match vectors: 36 new texts embedded" in out
+    assert main(["kb", "ingest", str(faq), "--collection", "covid"]) == 0
+    assert "match vectors: 0 new texts embedded" in capsys.readouterr().out
 
     question = json.loads(lines[0])["question"]
     assert main(["kb", "search", "covid", question, "--top-k", "3", "--json"]) == 0

@@ -59,3 +59,25 @@ def test_data_and_cache_defaults_follow_the_environment(monkeypatch: pytest.Monk
         Path("../shared/data"),
         Path(".build/lab-cache/entailment"),
     )
+
+
+def test_covid_traffic_labels_each_question_with_every_entry_that_answers_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    out = tmp_path / "traffic.jsonl"
+    assert main(["dataset", "covid-traffic", "-o", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert summary["queries"] == len(rows) == 240
+    assert summary["queries_with_several_answers"] == 52
+    assert all(row["answers"] for row in rows)
+    assert main(["dataset", "covid-traffic", "-o", str(out), "--pairs-only"]) == 0
+    linked = {
+        json.loads(line)["query"]: set(json.loads(line)["answers"])
+        for line in out.read_text().splitlines()
+    }
+    # The pairs file's links are kept; the classes only add the equivalent entries.
+    assert all(linked[row["query"]] <= set(row["answers"]) for row in rows)
+    assert sum(map(len, linked.values())) < sum(len(row["answers"]) for row in rows)

@@ -120,6 +120,22 @@ def test_verification_must_match_the_answer_and_the_checker(policy: AnswerPolicy
         reason="claim 1/1 is contradicted by chunk doc-0",
     )
     assert serving_problem(failed, policy) == "FAILED: claim 1/1 is contradicted by chunk doc-0"
+    # A FAILED entry whose other claim a chunk entails: well formed, and still not served.
+    partly = _hit(
+        1,
+        verdict=retrieval_pb2.VERIFICATION_VERDICT_FAILED,
+        chunk_p_entail={"doc-0": 0.9},
+        reason="claim 2/2 is not entailed by any supporting chunk",
+    )
+    check_search(_search(partly), request_id="r", query="q", policy=policy)
+    assert str(serving_problem(partly, policy)).startswith("FAILED: claim 2/2")
+    for verdict, chunks in (
+        (retrieval_pb2.VERIFICATION_VERDICT_FAILED, ["doc-9"]),
+        (retrieval_pb2.VERIFICATION_VERDICT_UNVERIFIED, ["doc-0"]),
+    ):
+        bad = _search(_hit(1, verdict=verdict, entailed_chunk_ids=chunks))
+        with pytest.raises(StageError, match="chunks"):
+            check_search(bad, request_id="r", query="q", policy=policy)
 
 
 def test_match_results_must_echo_their_items_and_agree_with_p_match() -> None:

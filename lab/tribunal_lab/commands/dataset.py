@@ -1,10 +1,12 @@
-"""``tribunal-lab dataset matching|question-similarity``: the labelled sets the product
-trains and calibrates on.
+"""``tribunal-lab dataset matching|question-similarity|covid-traffic``: the labelled sets
+the product trains and calibrates on.
 
 ``matching`` writes the ensemble's matching set (the folder ``tribunal ensemble
 train|evaluate|export-signals`` read) and has every judge judge it: resumable, cheapest
 model first. ``question-similarity`` writes labelled confidence signals from COVID-QA
 question pairs (``tribunal confidence fit|evaluate|report --data`` read them).
+``covid-traffic`` writes COVID-QA's user questions labelled by answer equivalence (the
+traffic ``tribunal calibrate --traffic`` reads).
 """
 
 from __future__ import annotations
@@ -81,6 +83,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     signals.add_argument("--profile", default=None, help="profile name or YAML path (embedder)")
     signals.set_defaults(func=_question_similarity)
 
+    traffic = actions.add_parser(
+        "covid-traffic",
+        help="COVID-QA user questions with every FAQ entry that answers them "
+        "(for `tribunal calibrate --traffic`)",
+        description="Each user question the pairs file links to an FAQ entry, with that entry, "
+        "every entry of its answer-equivalence class and an entry asking the question "
+        "verbatim; questions linked to no entry are left out.",
+    )
+    traffic.add_argument(
+        "--data", type=Path, default=data_root() / "covid-qa", help="covid-qa folder"
+    )
+    traffic.add_argument("-o", "--out", type=Path, required=True, help="JSONL to write")
+    traffic.add_argument(
+        "--classes", type=Path, default=None, help="answer classes (default: the committed ones)"
+    )
+    traffic.add_argument(
+        "--pairs-only",
+        action="store_true",
+        help="label by the pairs file's single link (no classes): the labelling to compare",
+    )
+    traffic.add_argument("--profile", default=None, help="profile (chunk size of ingestion)")
+    traffic.set_defaults(func=_covid_traffic)
+
 
 def _matching(args: argparse.Namespace) -> int:
     from tribunal.core import load_settings
@@ -126,6 +151,22 @@ def _question_similarity(args: argparse.Namespace) -> int:
         args.source,
         args.output,
         limit_per_label=args.limit_per_label,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _covid_traffic(args: argparse.Namespace) -> int:
+    from tribunal.core import load_settings
+
+    from ..datasets.covid_traffic import CLASSES_PATH, build_covid_traffic
+
+    settings = load_settings(args.profile)
+    summary = build_covid_traffic(
+        args.data,
+        args.out,
+        classes_path=None if args.pairs_only else (args.classes or CLASSES_PATH),
+        chunk_chars=settings.retrieval.chunk_size_chars,
     )
     print(json.dumps(summary, indent=2))
     return 0

@@ -10,26 +10,21 @@ too; and an entry whose question *is* the user question (lower-cased, punctuatio
 dropped), which was written to answer exactly it. User questions without a
 label-1 pair are left out: which entry answers them is not known.
 
-    python -m tribunal_lab.datasets.covid_traffic --out .build/calibrate/covid-traffic.jsonl
+    tribunal-lab dataset covid-traffic --out .build/calibrate/covid-traffic.jsonl
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tribunal.confidence import AnswerClasses
-from tribunal.core import NotFoundError, load_settings
+from tribunal.core import NotFoundError
 from tribunal.retrieval import KbEntry, deduplicate, read_entries
 
-from .._paths import data_root
-
-__all__ = ["CLASSES_PATH", "build_covid_traffic", "main"]
+__all__ = ["CLASSES_PATH", "build_covid_traffic"]
 
 CLASSES_PATH = (
     Path(__file__).resolve().parents[3]
@@ -106,30 +101,3 @@ def build_covid_traffic(
         "queries_with_an_entry_asking_them_verbatim": verbatim,
         "out": str(out),
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="covid-qa folder")
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--classes", type=Path, default=CLASSES_PATH)
-    parser.add_argument(
-        "--pairs-only",
-        action="store_true",
-        help="label by the pairs file's single link (no classes): the labelling to compare",
-    )
-    parser.add_argument("--profile", default=None, help="profile (chunk size of ingestion)")
-    args = parser.parse_args(argv)
-    settings = load_settings(args.profile)
-    summary = build_covid_traffic(
-        args.data or data_root() / "covid-qa",
-        args.out,
-        classes_path=None if args.pairs_only else args.classes,
-        chunk_chars=settings.retrieval.chunk_size_chars,
-    )
-    print(json.dumps(summary, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

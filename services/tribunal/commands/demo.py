@@ -136,8 +136,12 @@ def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | Non
     return asked
 
 
-def _ingest(settings: Settings, folder: Path, collection: str) -> int:
-    """The FAQ into ``collection`` under the ``self_evidenced`` policy; its size."""
+def _ingest(
+    settings: Settings, folder: Path, collection: str, *, match_vectors: bool = True
+) -> int:
+    """The FAQ into ``collection`` under the ``self_evidenced`` policy, and (``match_vectors``)
+    the feature matcher's vectors of its entries; its size."""
+    from ..ensemble import precompute_entry_vectors
     from ..retrieval import KnowledgeBase, deduplicate, read_entries
 
     kb = KnowledgeBase.from_settings(settings)
@@ -149,9 +153,12 @@ def _ingest(settings: Settings, folder: Path, collection: str) -> int:
                 max_chars=settings.retrieval.chunk_size_chars,
             )
         )
-        return kb.upsert(collection, entries, create=True, self_evidenced=True).total_entries
+        total = kb.upsert(collection, entries, create=True, self_evidenced=True).total_entries
     finally:
         kb.close()
+    if match_vectors:  # the feature matcher's vectors of every entry: no question waits
+        precompute_entry_vectors(settings, entries, progress=True)
+    return total
 
 
 def _in_process_settings(

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..retrieval import AuditedWrites, KnowledgeBase
+    from ..core import Settings
+    from ..retrieval import AuditedWrites, KbEntry, KnowledgeBase
 
 __all__ = ["register"]
 
@@ -34,6 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--format", choices=("auto", "faq", "corpus", "entries"), default="auto", dest="fmt"
     )
     ingest.add_argument("--limit", type=int, default=None, help="only the first N records")
+    ingest.add_argument(
+        "--skip-match-vectors",
+        action="store_true",
+        help="do not embed the entries for the feature matcher now (each is then embedded "
+        "at the first query that retrieves it)",
+    )
     ingest.add_argument(
         "--self-evidenced",
         action=argparse.BooleanOptionalAction,
@@ -156,9 +163,23 @@ def _ingest(args: argparse.Namespace) -> int:
             or (counts.get("no_evidence") and not policy)
         ):
             print(f"not served until fixed: `tribunal kb verify {args.collection}` lists why")
+        if not args.skip_match_vectors:
+            from ..core import load_settings
+
+            _match_vectors(load_settings(args.profile), entries)
     finally:
         kb.close()
     return 0
+
+
+def _match_vectors(settings: Settings, entries: list[KbEntry]) -> None:
+    """The feature matcher's vectors of the entries, stored now rather than at their first
+    query (``data_dir/vectors``)."""
+    from ..ensemble import precompute_entry_vectors
+
+    new = precompute_entry_vectors(settings, entries, progress=True)
+    if settings.ensemble.matcher == "features":
+        print(f"match vectors: {new} new texts embedded into {settings.data_dir / 'vectors'}")
 
 
 def _summary(counts: dict[str, int], self_evidenced: bool, cached: int) -> str:

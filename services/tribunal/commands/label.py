@@ -70,7 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     run.add_argument("--resume", action="store_true", help="continue an existing job")
     run.add_argument("--workers", type=int, default=None, help="worker threads / Ray actors")
-    run.add_argument("--batch-size", type=int, default=4, help="items per worker call")
+    run.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="items per worker call (default: 64 in judge mode, whose items share the "
+        "embedder's forward passes, else 4)",
+    )
     run.add_argument(
         "--lease-seconds",
         type=float,
@@ -340,6 +346,9 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any, plan: An
 
 def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) -> Any:
     from ..jobs import GatewayLabeller, Labeller, PipelineLabeller, run_job
+
+    if args.batch_size is None:
+        args.batch_size = 64 if mode == LabelMode.JUDGE.value else 4
 
     if args.ray:
         from ..jobs._ray import run_on_ray

@@ -33,7 +33,7 @@ from ._feature_artifact import (
     MatchFeaturesArtifact,
     features_path,
 )
-from ._feature_matcher import FeatureMatcher, Matcher, load_matcher
+from ._feature_matcher import FeatureMatcher, Matcher, load_matcher, precompute_entry_vectors
 from ._judges import (
     Judge,
     JudgePanel,
@@ -115,6 +115,7 @@ __all__ = [
     "make_aggregators",
     "match_feature_values",
     "matching_metrics",
+    "precompute_entry_vectors",
     "read_items",
     "read_judgments",
     "relevance_artifact_path",

@@ -15,18 +15,22 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core import ConfigError
 from ._feature_artifact import MatchFeaturesArtifact, features_path
-from ._match_features import match_feature_values
+from ._match_features import entry_texts, match_feature_values
 from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult, validate_items
 
 if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
-    from ..retrieval import Embedder
+    from ..retrieval import CachingEmbedder, Embedder, KbEntry
 
-__all__ = ["FeatureMatcher", "Matcher", "load_matcher"]
+__all__ = ["FeatureMatcher", "Matcher", "load_matcher", "precompute_entry_vectors"]
 
 
 class Matcher(Protocol):
     """What the ensemble's transports call: the judge panel or the feature matcher."""
+
+    concurrent_calls: bool
+    """True: calls should reach ``match`` concurrently (it batches them itself); False:
+    one at a time."""
 
     def validate(self, items: Sequence[MatchRequestItem]) -> None: ...
 
@@ -45,9 +49,15 @@ class FeatureMatcher:
     """
 
     aggregator = "features"
+    concurrent_calls = True
 
     def __init__(
-        self, artifact: MatchFeaturesArtifact, embedder: Embedder, settings: EnsembleSettings
+        self,
+        artifact: MatchFeaturesArtifact,
+        embedder: Embedder,
+        settings: EnsembleSettings,
+        *,
+        entry_embedder: Embedder | None = None,
     ) -> None:
         if embedder.name != artifact.embedder.name:
             raise ConfigError(
@@ -57,26 +67,16 @@ class FeatureMatcher:
             )
         self.artifact = artifact
         self.embedder = embedder
+        self.entry_embedder = entry_embedder
         self.settings = settings
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeatureMatcher:
-        """Load the artifact and the profile embedder it names."""
-        from ..retrieval import CachingEmbedder, load_profile_embedder
-
-        artifact = MatchFeaturesArtifact.load(features_path(settings))
-        key = artifact.embedder.model_key
-        spec = settings.models.get(key)
-        if spec is None or spec.kind != "embedder":
-            embedders = settings.model_keys("embedder")
-            raise ConfigError(
-                f"the feature matcher {artifact.version} needs embedder model {key!r}; "
-                f"profile {settings.profile!r} has embedders {', '.join(embedders) or 'none'}",
-                field="ensemble.features_artifact",
-            )
-        # KB entries come back with every query: their vectors are computed once.
-        embedder = CachingEmbedder(load_profile_embedder(settings, key))
-        return cls(artifact, embedder, settings.ensemble)
+        """Load the artifact and the profile embedder it names; the entries' vectors are
+        kept in memory and in ``data_dir/vectors`` (see :func:`precompute_entry_vectors`)."""
+        artifact, embedder = _artifact_embedder(settings)
+        entries = _entry_embedder(settings, embedder)
+        return cls(artifact, embedder, settings.ensemble, entry_embedder=entries)
 
     def validate(self, items: Sequence[MatchRequestItem]) -> None:
         """Check a request before any model runs (raises the caller-facing error)."""
@@ -90,6 +90,7 @@ class FeatureMatcher:
             [item.candidate.question for item in items],
             [item.candidate.answer for item in items],
             self.embedder,
+            entry_embedder=self.entry_embedder,
         )
         p_match = self.artifact.p_match(values)
         return [
@@ -107,6 +108,65 @@ class FeatureMatcher:
 
     def close(self) -> None:
         """Nothing to release: no engine threads, the embedder is freed with this object."""
+
+
+def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embedder]:
+    """The feature matcher's artifact and this process's embedder of the model it names."""
+    from ..retrieval import shared_profile_embedder
+
+    artifact = MatchFeaturesArtifact.load(features_path(settings))
+    key = artifact.embedder.model_key
+    spec = settings.models.get(key)
+    if spec is None or spec.kind != "embedder":
+        embedders = settings.model_keys("embedder")
+        raise ConfigError(
+            f"the feature matcher {artifact.version} needs embedder model {key!r}; "
+            f"profile {settings.profile!r} has embedders {', '.join(embedders) or 'none'}",
+            field="ensemble.features_artifact",
+        )
+    return artifact, shared_profile_embedder(settings, key)
+
+
+def _entry_embedder(settings: Settings, embedder: Embedder) -> CachingEmbedder:
+    """KB entries come back with every query that finds them: their vectors are computed
+    once, kept in memory and on disk (across restarts, shared with ingestion)."""
+    from ..retrieval import CachingEmbedder, VectorStore
+
+    store = VectorStore.for_model(
+        settings.data_dir, model=embedder.name, dimension=embedder.dimension
+    )
+    return CachingEmbedder(embedder, store=store)
+
+
+def precompute_entry_vectors(
+    settings: Settings, entries: Sequence[KbEntry], *, progress: bool = False
+) -> int:
+    """Embed, with the feature matcher's model, the texts of ``entries`` it needs at match
+    time, into ``data_dir/vectors``, so that no query waits for an entry's first forward
+    pass. Returns how many texts were new (0 when every one was stored already, or when
+    ``ensemble.matcher`` is not ``features``)."""
+    from tqdm import tqdm
+
+    if settings.ensemble.matcher != "features" or not entries:
+        return 0
+    _, embedder = _artifact_embedder(settings)
+    cached = _entry_embedder(settings, embedder)
+    assert cached.store is not None
+    try:
+        texts = list(dict.fromkeys(t for e in entries for t in entry_texts(e.question, e.answer)))
+        known = cached.store.get(texts)
+        new = [t for t in texts if t not in known]
+        # Stored a block at a time: an interrupted run keeps what it embedded.
+        with tqdm(
+            total=len(new), desc="match vectors", unit="text", disable=not (progress and new)
+        ) as bar:
+            for start in range(0, len(new), 128):
+                block = new[start : start + 128]
+                cached.embed(block)
+                bar.update(len(block))
+        return len(new)
+    finally:
+        cached.store.close()
 
 
 def load_matcher(settings: Settings) -> Matcher:

@@ -32,6 +32,11 @@ MATCH_FEATURES: tuple[str, ...] = (
 """Every feature :func:`match_feature_values` computes, in this order."""
 
 
+def entry_texts(question: str, answer: str) -> tuple[str, str, str]:
+    """The texts of one KB entry the features embed: its question, its answer, both."""
+    return question, answer, f"{question} {answer}"
+
+
 def match_feature_values(
     queries: Sequence[str],
     questions: Sequence[str],
@@ -39,19 +44,32 @@ def match_feature_values(
     embedder: Embedder,
     *,
     progress: bool = False,
+    entry_embedder: Embedder | None = None,
 ) -> dict[str, NDArray[np.float64]]:
     """The :data:`MATCH_FEATURES` of each (query, question, answer) triple.
 
     Every distinct text is embedded once (a batch of queries against one entry shares
-    the entry's vectors).
+    the entry's vectors); the entries' texts with ``entry_embedder`` where given (one
+    that keeps them, :func:`precompute_entry_vectors`), else with ``embedder``.
     """
     from rapidfuzz import fuzz, utils
 
     if not len(queries) == len(questions) == len(answers):
         raise ValueError("queries, questions and answers differ in length")
-    both = [f"{q} {a}" for q, a in zip(questions, answers, strict=True)]
-    unique = list(dict.fromkeys([*queries, *questions, *answers, *both]))
-    vectors = embedder.embed(unique, progress=progress).astype(np.float64)
+    both = [entry_texts(q, a)[2] for q, a in zip(questions, answers, strict=True)]
+    if entry_embedder is None:
+        unique = list(dict.fromkeys([*queries, *questions, *answers, *both]))
+        vectors = embedder.embed(unique, progress=progress).astype(np.float64)
+    else:
+        asked = list(dict.fromkeys(queries))
+        entries = [t for t in dict.fromkeys([*questions, *answers, *both]) if t not in asked]
+        unique = asked + entries
+        vectors = np.concatenate(
+            [
+                embedder.embed(asked, progress=progress),
+                entry_embedder.embed(entries, progress=progress),
+            ]
+        ).astype(np.float64)
     row = {text: i for i, text in enumerate(unique)}
     left = vectors[[row[q] for q in queries]]
 

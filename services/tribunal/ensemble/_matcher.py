@@ -79,6 +79,10 @@ class EnsembleMatcher:
         aggregator: Which aggregator answers (default: ``settings.aggregator``).
     """
 
+    concurrent_calls = False
+    """The judges' engines batch within a call and keep prompt-prefix caches: one call at
+    a time."""
+
     def __init__(
         self,
         panel: JudgePanel,
@@ -123,7 +127,7 @@ class EnsembleMatcher:
     @classmethod
     def from_settings(cls, settings: Settings, *, backend: Any = None) -> EnsembleMatcher:
         """Load the artifact (if any), its judges and the profile's embedder."""
-        from ..retrieval import load_profile_embedder
+        from ..retrieval import shared_profile_embedder
 
         options = settings.ensemble
         # Configured, else trained here (data_dir), else the one shipped for the profile —
@@ -140,7 +144,7 @@ class EnsembleMatcher:
             artifact = EnsembleArtifact.load(path)  # raises NotFoundError naming the path
         names = list(artifact.judges) if artifact is not None else None
         panel = JudgePanel.from_settings(settings, names, backend=backend)
-        embedder = load_profile_embedder(settings) if artifact is not None else None
+        embedder = shared_profile_embedder(settings) if artifact is not None else None
         return cls(panel, embedder, options, artifact)
 
     def validate(self, items: Sequence[MatchRequestItem]) -> None:

@@ -115,7 +115,7 @@ class RelevanceJudge:
             ConfigError: no artifact file, or one that is invalid or does not fit the profile.
         """
         from ..core.llm import shared_engine
-        from ..retrieval import load_profile_embedder
+        from ..retrieval import shared_profile_embedder
 
         if artifact is None:
             artifact = RelevanceArtifact.load(relevance_artifact_path(settings))
@@ -127,7 +127,7 @@ class RelevanceJudge:
             if feature.kind == "llm_p_yes" and key not in engines:
                 engines[key] = shared_engine(settings, key, backend=artifact.backend)
             elif feature.kind == "cosine" and key not in embedders:
-                embedders[key] = load_profile_embedder(settings, key)
+                embedders[key] = shared_profile_embedder(settings, key)
         options = settings.ensemble
         return cls(
             artifact,

@@ -8,6 +8,7 @@ codes.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 
@@ -123,6 +124,11 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
     serve_match: bool = True
     """False: this deployment serves JudgeRelevance only (``build_host(serve_match=False)``)."""
 
+    def _turn(self, matcher: Matcher) -> contextlib.AbstractContextManager[object]:
+        """One batch on the judges at a time keeps their prefix caches warm; a matcher that
+        gathers concurrent calls itself (the feature matcher's embedder) gets them all."""
+        return contextlib.nullcontext() if matcher.concurrent_calls else self._lock
+
     def _ready(self) -> Matcher:
         if not self.serve_match:
             raise match_not_served()
@@ -134,7 +140,7 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
         self, request: ensemble_pb2.MatchRequest, context: grpc.ServicerContext
     ) -> ensemble_pb2.MatchResponse:
         matcher = self._ready()
-        with self._lock:  # one batch on the judges at a time keeps their prefix caches warm
+        with self._turn(matcher):
             return result_to_proto(matcher.match([item_from_proto(request)])[0], request.item_id)
 
     def BatchMatch(
@@ -142,7 +148,7 @@ class EnsembleServicer(ensemble_pb2_grpc.EnsembleServiceServicer):
     ) -> ensemble_pb2.BatchMatchResponse:
         matcher = self._ready()
         items = [item_from_proto(m) for m in request.items]
-        with self._lock:
+        with self._turn(matcher):
             results = matcher.match(items)
         return batch_match_response(results, request)
 

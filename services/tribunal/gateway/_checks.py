@@ -209,22 +209,37 @@ def _check_verification(hit: retrieval_pb2.SearchHit, where: str) -> None:
         raise _malformed(stage, f"{where}: answer_sha256 {verification.answer_sha256!r}")
     if answer_sha256(hit.entry.answer) != verification.answer_sha256:
         raise _malformed(stage, f"{where}: the answer text does not hash to its stored sha256")
-    chunk_ids = {chunk.id for chunk in hit.entry.chunks}
-    entailed = list(verification.entailed_chunk_ids)
-    if verdict == retrieval_pb2.VERIFICATION_VERDICT_VERIFIED:
-        if not entailed or not set(entailed) <= chunk_ids or len(set(entailed)) != len(entailed):
-            raise _malformed(stage, f"{where}: VERIFIED without entailing chunks it holds")
-        if not verification.checker_version:
-            raise _malformed(stage, f"{where}: VERIFIED without a checker version")
-        for chunk_id, p in verification.chunk_p_entail.items():
-            if chunk_id not in entailed or not _finite_in(p, 0.0, 1.0):
-                raise _malformed(stage, f"{where}: chunk_p_entail[{chunk_id!r}] = {p!r}")
-    elif entailed:
-        raise _malformed(stage, f"{where}: entailing chunks on a verdict other than VERIFIED")
+    _check_entailed(hit, where)
     if verdict == retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED and not self_sourced(
         _domain_entry(hit.entry)
     ):
         raise _malformed(stage, f"{where}: SELF_EVIDENCED, but it has supporting documents")
+
+
+def _check_entailed(hit: retrieval_pb2.SearchHit, where: str) -> None:
+    """The chunks a verification says entail the answer are the entry's own, once each."""
+    verification = hit.verification
+    verdict = verification.verdict
+    entailed = list(verification.entailed_chunk_ids)
+    held = {chunk.id for chunk in hit.entry.chunks} >= set(entailed)
+    unique = len(set(entailed)) == len(entailed)
+    if verdict == retrieval_pb2.VERIFICATION_VERDICT_VERIFIED:
+        if not entailed or not held or not unique:
+            raise _malformed("retrieval", f"{where}: VERIFIED without entailing chunks it holds")
+        if not verification.checker_version:
+            raise _malformed("retrieval", f"{where}: VERIFIED without a checker version")
+    elif verdict == retrieval_pb2.VERIFICATION_VERDICT_FAILED:
+        # Some claims can be entailed and the entry still fail on another: it lists the
+        # chunks that entailed something (never served either way).
+        if not held or not unique:
+            raise _malformed("retrieval", f"{where}: FAILED listing chunks it does not hold")
+    elif entailed:
+        raise _malformed(
+            "retrieval", f"{where}: entailing chunks on a verdict that checked nothing"
+        )
+    for chunk_id, p in verification.chunk_p_entail.items():
+        if chunk_id not in entailed or not _finite_in(p, 0.0, 1.0):
+            raise _malformed("retrieval", f"{where}: chunk_p_entail[{chunk_id!r}] = {p!r}")
 
 
 def serving_problem(hit: retrieval_pb2.SearchHit, policy: AnswerPolicy) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from ..core import InternalError, InvalidArgumentError, Settings, TribunalError, UnavailableError
@@ -105,14 +106,35 @@ LABEL_HOST_OPTIONS: dict[str, dict[str, bool]] = {
 and not the matching panel (three LLMs ``Label`` never calls)."""
 
 
+JUDGE_CONCURRENCY = 32
+"""Items of a judge-mode batch labelled at once in this process: enough that the
+judge's embedder runs full forward passes (its micro-batches), few enough to keep the
+per-item latency of a batch near one pass."""
+
+
 class PipelineLabeller:
     """``LabelPipeline`` in this process; the audit and escalation writes go to
-    ``settings.database_url`` as the gateway's do."""
+    ``settings.database_url`` as the gateway's do. ``concurrency`` items of a batch run
+    at once (default: :data:`JUDGE_CONCURRENCY` in judge mode, where they share the
+    embedder's forward passes; 1 otherwise)."""
 
-    def __init__(self, settings: Settings, mode: str, *, load_timeout_s: float = 3600.0) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        mode: str,
+        *,
+        load_timeout_s: float = 3600.0,
+        concurrency: int | None = None,
+    ) -> None:
         from ..gateway._wiring import open_audit_store, serve_stages
 
         self.mode = LabelMode.parse(mode)
+        if concurrency is None:
+            concurrency = JUDGE_CONCURRENCY if self.mode is LabelMode.JUDGE else 1
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.concurrency = concurrency
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="label-item")
         self._transport, self._host = serve_stages(
             label_settings(settings),
             label_stages(self.mode, settings.gateway.label_band_to),
@@ -123,21 +145,32 @@ class PipelineLabeller:
         self._store = open_audit_store(settings)
         self._pipeline = LabelPipeline(settings.gateway, self._transport, store=self._store)
 
+    def _one(self, item: LabelItem) -> ItemResult:
+        started = time.perf_counter()
+        try:
+            response = self._pipeline.label(label_request(item, self.mode))
+        except InvalidArgumentError as exc:
+            return failed_result(item.item_id, str(exc), time.perf_counter() - started)
+        return label_result(response, time.perf_counter() - started)
+
     def label(self, items: Sequence[LabelItem]) -> list[ItemResult]:
+        # The items of a batch run concurrently (``concurrency`` at a time): the stages
+        # gather their model calls (the judge's embeddings) into shared forward passes.
+        futures = [self._pool.submit(self._one, item) for item in items]
         results: list[ItemResult] = []
-        for item in items:
-            started = time.perf_counter()
+        failure: tuple[LabelItem, TribunalError] | None = None
+        for item, future in zip(items, futures, strict=True):
             try:
-                response = self._pipeline.label(label_request(item, self.mode))
-            except InvalidArgumentError as exc:
-                results.append(failed_result(item.item_id, str(exc), time.perf_counter() - started))
-                continue
+                results.append(future.result())
             except TribunalError as exc:
-                raise PartialBatchError(f"item {item.item_id!r}: {exc}", results) from exc
-            results.append(label_result(response, time.perf_counter() - started))
+                failure = failure or (item, exc)
+        if failure is not None:
+            failed, error = failure
+            raise PartialBatchError(f"item {failed.item_id!r}: {error}", results) from error
         return results
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
         self._transport.close()
         self._host.stop(0)
         if self._store is not None:

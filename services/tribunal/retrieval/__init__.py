@@ -14,6 +14,7 @@ Every upsert verifies its entries once (do their supporting chunks entail their
 answers?) and stores the verdict with the entry version; search hits carry it.
 """
 
+from ._batching import MicroBatchingEmbedder, shared_profile_embedder
 from ._change_audit import AuditedWrites, KbChange, KbChangeLog
 from ._chunking import chunk_sentences, chunk_text, split_sentences
 from ._collection import Collection
@@ -56,6 +57,7 @@ from ._types import (
     SearchResult,
     UpsertResult,
 )
+from ._vector_store import VectorStore
 from ._verification import (
     SERVABLE,
     ClaimCheck,
@@ -93,6 +95,7 @@ __all__ = [
     "KnowledgeBase",
     "LazyReranker",
     "LlmReranker",
+    "MicroBatchingEmbedder",
     "RecordFormat",
     "Reranker",
     "SearchHit",
@@ -103,6 +106,7 @@ __all__ = [
     "SparseIndex",
     "UnitMatch",
     "UpsertResult",
+    "VectorStore",
     "VerificationVerdict",
     "VerifyReport",
     "answer_sha256",
@@ -122,6 +126,7 @@ __all__ = [
     "rerank_passage",
     "rerank_prompt",
     "self_sourced",
+    "shared_profile_embedder",
     "split_claims",
     "split_sentences",
 ]

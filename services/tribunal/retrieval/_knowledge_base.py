@@ -29,9 +29,10 @@ from ..core import (
     RetrievalSettings,
     check_deadline,
 )
+from ._batching import shared_profile_embedder
 from ._collection import Collection
 from ._dense import UnitMatch
-from ._embedding import Embedder, load_profile_embedder
+from ._embedding import Embedder
 from ._fusion import reciprocal_rank_fusion
 from ._rerank import Reranker, rerank_order, rerank_passage
 from ._types import (
@@ -201,7 +202,7 @@ class KnowledgeBase:
         chosen = profile_checker(settings) if checker == "profile" else checker
         return cls(
             settings.data_dir / "retrieval",
-            load_profile_embedder(settings),
+            shared_profile_embedder(settings),
             settings.retrieval,
             reranker,
             checker=chosen,

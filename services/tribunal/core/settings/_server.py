@@ -27,6 +27,12 @@ class ServerSettings(Section):
     max_queued_requests: int = Field(8, ge=0, le=100_000)
     """Calls waiting for a free slot; a call beyond them is refused at once with
     RESOURCE_EXHAUSTED, and a queued call whose deadline passes is never started."""
+    compute_threads: int | None = Field(None, ge=1, le=1024)
+    """Threads torch and FAISS may use inside one operation, set once per process when
+    its first embedder loads. None: ``OMP_NUM_THREADS`` where set (Ray sets it to a
+    replica's ``num_cpus``), else the CPUs the process may run on. Lower it when several
+    services share a machine's cores: pools larger than the free cores spin against
+    each other."""
     max_message_bytes: int = Field(16 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     """Largest request or response accepted, in bytes."""
     max_id_chars: int = Field(128, ge=1, le=10_000)

@@ -1,0 +1,226 @@
+"""Concurrent embedding calls gathered into one forward pass; one embedder per model
+per process.
+
+A service answering many small requests at once (one query each) would otherwise run
+one forward pass per request, each from its own server thread: the passes compete
+for the same cores, and torch's intra-op threads oversubscribe them. Here one worker
+thread per model runs the passes; while it runs one, the calls arriving meanwhile
+queue up and go into the next pass together. A lone call waits for nobody
+(the worker waits for more only under load, when the last pass gathered several calls):
+batching costs a single request no latency.
+
+:func:`shared_profile_embedder` gives every service in a process the same
+:class:`MicroBatchingEmbedder` per model, with a small memory of recent short
+requests: where retrieval and the feature matcher (or the relevance judge) use one
+model, a query is embedded once and shared, and concurrent requests of all of them
+batch together.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._embedding import Embedder, Vectors, load_profile_embedder
+
+if TYPE_CHECKING:
+    from ..core import Settings
+
+__all__ = ["MicroBatchingEmbedder", "shared_profile_embedder"]
+
+
+_FORWARD_LOCK = threading.Lock()
+"""One forward pass in this process at a time, whichever the model: each uses every
+thread torch has (:func:`~tribunal.core._threads.apply_thread_policy`), two at once
+would only share the cores at a loss."""
+
+
+@dataclass
+class _Pending:
+    texts: list[str]
+    progress: bool
+    future: Future[Vectors] = field(default_factory=Future)
+
+
+class MicroBatchingEmbedder:
+    """Runs every ``embed`` call on one worker thread, concurrent calls in one pass.
+
+    Thread-safe. Results are the inner embedder's for the same texts (a text's vector
+    does not depend on what it was batched with beyond float rounding: padding is
+    masked out).
+
+    Args:
+        inner: The model.
+        max_batch_texts: Most texts gathered into one pass; a single call with more
+            runs alone (the inner embedder splits it into its own batches).
+        max_wait_s: How long a pass waits for more calls when it is not full, under load
+            only (the previous pass gathered several calls): a lone call never waits. 0:
+            never — the calls that arrived while the previous pass ran are the batch.
+        recent_texts: Vectors of this many recent texts from short calls (at most
+            ``max_batch_texts`` texts: queries, KB entries being matched) kept and
+            served without the model; 0 keeps none. Long calls (ingestion) bypass it.
+    """
+
+    def __init__(
+        self,
+        inner: Embedder,
+        *,
+        max_batch_texts: int = 64,
+        max_wait_s: float = 0.0,
+        recent_texts: int = 0,
+    ) -> None:
+        if max_batch_texts < 1 or max_wait_s < 0 or recent_texts < 0:
+            raise ValueError("max_batch_texts >= 1, max_wait_s >= 0 and recent_texts >= 0")
+        self.inner = inner
+        self.max_batch_texts = max_batch_texts
+        self.max_wait_s = max_wait_s
+        self.recent_texts = recent_texts
+        self._queue: deque[_Pending] = deque()
+        self._ready = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self._recent: OrderedDict[str, Vectors] = OrderedDict()
+        self._recent_lock = threading.Lock()
+        self._last_calls = 0
+        self.passes_ = 0
+        """Forward passes run (each over one or more calls)."""
+        self.calls_ = 0
+        """Calls that reached the model."""
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
+        if not texts:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        short = self.recent_texts > 0 and len(texts) <= self.max_batch_texts
+        if short:
+            with self._recent_lock:
+                known = {t: self._recent[t] for t in texts if t in self._recent}
+                for text in known:
+                    self._recent.move_to_end(text)
+            if len(known) == len(set(texts)):
+                return np.stack([known[t] for t in texts])
+            missing = list(dict.fromkeys(t for t in texts if t not in known))
+        else:
+            missing = list(texts)
+        fresh = self._submit(missing, progress).result()
+        if not short:
+            return fresh
+        vectors = dict(known)
+        vectors.update(zip(missing, fresh, strict=True))
+        with self._recent_lock:
+            for text in missing:
+                self._recent[text] = vectors[text]
+            while len(self._recent) > self.recent_texts:
+                self._recent.popitem(last=False)
+        return np.stack([vectors[t] for t in texts])
+
+    def _submit(self, texts: list[str], progress: bool) -> Future[Vectors]:
+        pending = _Pending(texts, progress)
+        with self._ready:
+            self._queue.append(pending)
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._run, name=f"embed-{self.name}", daemon=True
+                )
+                self._worker.start()
+            self._ready.notify()
+        return pending.future
+
+    def _next_batch(self) -> list[_Pending]:
+        with self._ready:
+            while not self._queue:
+                self._ready.wait()
+            batch = [self._queue.popleft()]
+            size = len(batch[0].texts)
+            # Under load (the last pass gathered several calls) a short wait fills the
+            # pass; a lone caller never waits.
+            wait = self.max_wait_s if self._last_calls > 1 else 0.0
+            deadline = time.monotonic() + wait
+            while size < self.max_batch_texts and not batch[0].progress:
+                if not self._queue:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not self._ready.wait(left) or not self._queue:
+                        break
+                head = self._queue[0]
+                if head.progress or size + len(head.texts) > self.max_batch_texts:
+                    break
+                batch.append(self._queue.popleft())
+                size += len(head.texts)
+            return batch
+
+    def _run(self) -> None:
+        while True:
+            batch = self._next_batch()
+            texts = [text for pending in batch for text in pending.texts]
+            try:
+                with _FORWARD_LOCK:
+                    vectors = self.inner.embed(texts, progress=batch[0].progress)
+            except BaseException as exc:  # every waiting caller gets the model's error
+                for pending in batch:
+                    pending.future.set_exception(exc)
+                continue
+            self.passes_ += 1
+            self.calls_ += len(batch)
+            self._last_calls = len(batch)
+            start = 0
+            for pending in batch:
+                stop = start + len(pending.texts)
+                pending.future.set_result(vectors[start:stop])
+                start = stop
+
+
+_SHARED: dict[tuple[str, str, int, int, int, float, int], MicroBatchingEmbedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_profile_embedder(settings: Settings, key: str | None = None) -> MicroBatchingEmbedder:
+    """This process's one micro-batching embedder for model ``key`` of the profile
+    (default: the embedder role), loaded on first use.
+
+    Every service of the process asking for the same model (same weights, device and
+    batch size) gets the same object, so their concurrent calls share forward passes
+    and their recent short texts (``retrieval.shared_recent_texts``).
+    """
+    from ..core._loading import model_path, resolve_device
+    from ..core._threads import apply_thread_policy
+
+    if key is None:
+        assert settings.roles is not None, "the profile defines no roles"
+        key = settings.roles.embedder
+    spec = settings.model_spec(key)
+    where = str(model_path(settings, key)) if spec.artifact is not None else str(spec.hf_id)
+    options = settings.retrieval
+    identity = (
+        where,
+        resolve_device(settings),
+        options.embed_batch_size,
+        options.embed_batch_tokens,
+        options.micro_batch_texts,
+        options.micro_batch_wait_s,
+        options.shared_recent_texts,
+    )
+    with _SHARED_LOCK:
+        embedder = _SHARED.get(identity)
+        if embedder is None:
+            apply_thread_policy(settings.server.compute_threads)
+            embedder = MicroBatchingEmbedder(
+                load_profile_embedder(settings, key),
+                max_batch_texts=options.micro_batch_texts,
+                max_wait_s=options.micro_batch_wait_s,
+                recent_texts=options.shared_recent_texts,
+            )
+            _SHARED[identity] = embedder
+        return embedder

@@ -1,0 +1,156 @@
+"""MicroBatchingEmbedder on the real MiniLM: concurrent calls share one forward pass and
+get the vectors the model gives each alone; recent short texts are not embedded again;
+a model error reaches every caller of the pass; one embedder per model per process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from tribunal.core import Settings
+from tribunal.retrieval import MicroBatchingEmbedder, load_profile_embedder, shared_profile_embedder
+
+from tests.integration._retrieval import CountingEmbedder, minilm
+
+QUERIES = [
+    "How does the virus spread?",
+    "Can my dog catch it?",
+    "Should I wear a mask outside?",
+    "How long does it live on surfaces?",
+    "Is there a vaccine?",
+]
+
+
+class GatedEmbedder(CountingEmbedder):
+    """Holds its first call inside the model until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(minilm())
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.release.wait(30)
+        return super().embed(texts, progress=progress)
+
+
+def _queued(batcher: MicroBatchingEmbedder, count: int) -> None:
+    for _ in range(600):
+        with batcher._ready:
+            if len(batcher._queue) == count:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"{count} calls never queued")
+
+
+@pytest.mark.models
+def test_calls_arriving_during_a_pass_share_the_next_one() -> None:
+    gated = GatedEmbedder()
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=64)
+    results: dict[int, NDArray[np.float32]] = {}
+
+    def ask(index: int, texts: list[str]) -> None:
+        results[index] = batcher.embed(texts)
+
+    first = threading.Thread(target=ask, args=(0, ["Wash your hands."]))
+    first.start()
+    assert gated.entered.wait(30)
+    others = []
+    for index, query in enumerate(QUERIES, start=1):
+        thread = threading.Thread(target=ask, args=(index, [query]))
+        thread.start()
+        _queued(batcher, index)  # arrival order fixes the batch's order
+        others.append(thread)
+    gated.release.set()
+    for thread in [first, *others]:
+        thread.join(30)
+
+    assert gated.calls == [["Wash your hands."], QUERIES]
+    assert (batcher.passes_, batcher.calls_) == (2, 6)
+    alone = minilm().embed(QUERIES)
+    for index in range(len(QUERIES)):
+        np.testing.assert_allclose(results[index + 1][0], alone[index], atol=1e-5)
+
+
+@pytest.mark.models
+def test_a_batch_never_exceeds_its_size_and_long_calls_run_alone() -> None:
+    gated = GatedEmbedder()
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=3)
+    threads = [threading.Thread(target=batcher.embed, args=(["Wash your hands."],))]
+    threads[0].start()
+    assert gated.entered.wait(30)
+    calls = [QUERIES[:2], QUERIES[2:4], QUERIES]  # 2 + 2 > 3; 5 > 3 runs alone
+    for count, texts in enumerate(calls, start=1):
+        threads.append(threading.Thread(target=batcher.embed, args=(texts,)))
+        threads[-1].start()
+        _queued(batcher, count)
+    gated.release.set()
+    for thread in threads:
+        thread.join(30)
+    assert gated.calls == [["Wash your hands."], QUERIES[:2], QUERIES[2:4], QUERIES]
+
+
+@pytest.mark.models
+def test_recent_short_texts_skip_the_model() -> None:
+    counting = CountingEmbedder(minilm())
+    batcher = MicroBatchingEmbedder(counting, max_batch_texts=4, recent_texts=3)
+    first = batcher.embed(QUERIES[:2])
+    again = batcher.embed([QUERIES[1], QUERIES[2], QUERIES[1]])
+    assert counting.calls == [QUERIES[:2], [QUERIES[2]]]
+    np.testing.assert_array_equal(again[0], first[1])
+    np.testing.assert_array_equal(again[2], first[1])
+    batcher.embed(QUERIES)  # longer than max_batch_texts: not remembered, not looked up
+    assert counting.calls[-1] == QUERIES
+    batcher.embed([QUERIES[0]])  # still among the 3 most recent short texts
+    assert len(counting.calls) == 3
+    assert batcher.embed([]).shape == (0, counting.dimension)
+
+
+class FailingEmbedder(GatedEmbedder):
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
+        if not self.entered.is_set():
+            return super().embed(texts, progress=progress)
+        raise RuntimeError("out of memory")
+
+
+@pytest.mark.models
+def test_a_model_error_reaches_every_caller_of_the_pass_and_the_worker_goes_on() -> None:
+    failing = FailingEmbedder()
+    batcher = MicroBatchingEmbedder(failing)
+    errors: list[str] = []
+
+    def ask(text: str) -> None:
+        try:
+            batcher.embed([text])
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=ask, args=("first",))]
+    threads[0].start()
+    assert failing.entered.wait(30)
+    for count, query in enumerate(QUERIES[:3], start=1):
+        threads.append(threading.Thread(target=ask, args=(query,)))
+        threads[-1].start()
+        _queued(batcher, count)
+    failing.release.set()
+    for thread in threads:
+        thread.join(30)
+    assert errors == ["out of memory"] * 3
+    with pytest.raises(RuntimeError, match="out of memory"):
+        batcher.embed(["later"])  # the worker survived the error and still answers
+
+
+@pytest.mark.models
+def test_one_embedder_per_model_per_process(tiny_settings: Settings) -> None:
+    retrieval = shared_profile_embedder(tiny_settings)
+    assert shared_profile_embedder(tiny_settings, tiny_settings.roles.embedder) is retrieval  # type: ignore[union-attr]
+    assert shared_profile_embedder(tiny_settings, "embedder_large") is not retrieval
+    assert retrieval.name == load_profile_embedder(tiny_settings).name
+    with pytest.raises(ValueError, match="max_batch_texts"):
+        MicroBatchingEmbedder(retrieval, max_batch_texts=0)
