@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from tribunal.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
-KB = ROOT.parent / "shared/data/covid-qa/faq_kb_en.jsonl"
-CLASSES = ROOT / "services/tribunal/artifacts/answer-classes/covid-qa-faq-en.json"
+from tests.conftest import REPO, SHARED
+
+KB = SHARED / "data/covid-qa/faq_kb_en.jsonl"
+CLASSES = REPO / "services/tribunal/artifacts/answer-classes/covid-qa-faq-en.json"
 
 
 @pytest.mark.models
-@pytest.mark.skipif(not KB.is_file(), reason="the COVID-QA data is not beside the checkout")
 def test_recomputed_classes_equal_the_committed_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["answer-classes", "check", "--kb", str(KB), "--classes", str(CLASSES)]) == 0
     assert "the same 69 links and 19 classes" in capsys.readouterr().out

@@ -66,14 +66,17 @@ def test_covid_traffic_labels_each_question_with_every_entry_that_answers_it(
 ) -> None:
     import json
 
+    from tests.conftest import SHARED
+
     out = tmp_path / "traffic.jsonl"
-    assert main(["dataset", "covid-traffic", "-o", str(out)]) == 0
+    data = ["--data", str(SHARED / "data" / "covid-qa")]
+    assert main(["dataset", "covid-traffic", *data, "-o", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert summary["queries"] == len(rows) == 240
     assert summary["queries_with_several_answers"] == 52
     assert all(row["answers"] for row in rows)
-    assert main(["dataset", "covid-traffic", "-o", str(out), "--pairs-only"]) == 0
+    assert main(["dataset", "covid-traffic", *data, "-o", str(out), "--pairs-only"]) == 0
     linked = {
         json.loads(line)["query"]: set(json.loads(line)["answers"])
         for line in out.read_text().splitlines()
