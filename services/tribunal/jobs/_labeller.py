@@ -156,6 +156,7 @@ class PipelineLabeller:
     def label(self, items: Sequence[LabelItem]) -> list[ItemResult]:
         # The items of a batch run concurrently (``concurrency`` at a time): the stages
         # gather their model calls (the judge's embeddings) into shared forward passes.
+        started = time.perf_counter()
         futures = [self._pool.submit(self._one, item) for item in items]
         results: list[ItemResult] = []
         failure: tuple[LabelItem, TribunalError] | None = None
@@ -164,6 +165,11 @@ class PipelineLabeller:
                 results.append(future.result())
             except TribunalError as exc:
                 failure = failure or (item, exc)
+        if self.concurrency > 1 and results:
+            # Items that ran side by side each waited for the shared passes: the batch's
+            # wall time shared out is what an item cost (as for a remote BatchLabel).
+            share = (time.perf_counter() - started) / len(items)
+            results = [dataclasses.replace(result, seconds=share) for result in results]
         if failure is not None:
             failed, error = failure
             raise PartialBatchError(f"item {failed.item_id!r}: {error}", results) from error
