@@ -107,3 +107,40 @@ def test_a_missing_artifact_fails_the_load_with_what_to_do(tmp_path: Path) -> No
         assert "tribunal-lab eval matching-features" in str(host.load_error)
     finally:
         host.stop(0)
+
+
+@pytest.mark.models
+def test_concurrent_calls_share_the_embedders_passes(
+    stub: ensemble_pb2_grpc.EnsembleServiceStub, settings: Settings
+) -> None:
+    """Calls arriving while the MPNet worker is busy wait together and go into one pass:
+    the service does not queue them one behind the other."""
+    import threading
+
+    from tribunal.retrieval import shared_profile_embedder
+
+    artifact = MatchFeaturesArtifact.load(features_path(settings))
+    embedder = shared_profile_embedder(settings, artifact.embedder.model_key)
+    stub.Match(ensemble_pb2.MatchRequest(query="warm-up", candidate=PETS))  # entry cached
+    # A long call keeps the worker busy while the eight requests arrive.
+    busy = threading.Thread(
+        target=embedder.embed, args=([f"{NOVEL.answer} {n}" * 12 for n in range(64)],)
+    )
+    busy.start()
+    passes, calls = embedder.passes_, embedder.calls_
+    queries = [f"Is the new coronavirus number {n} dangerous?" for n in range(8)]
+    replies: dict[str, float] = {}
+
+    def ask(query: str) -> None:
+        reply = stub.Match(ensemble_pb2.MatchRequest(query=query, candidate=PETS), timeout=120)
+        replies[query] = reply.p_match
+
+    askers = [threading.Thread(target=ask, args=(q,)) for q in queries]
+    for thread in askers:
+        thread.start()
+    for thread in [busy, *askers]:
+        thread.join(180)
+    assert sorted(replies) == sorted(queries)
+    # The long call, then the eight queries in at most two passes (not eight).
+    assert embedder.calls_ - calls == 9
+    assert embedder.passes_ - passes <= 3
