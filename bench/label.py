@@ -67,6 +67,7 @@ def main() -> int:
 
     items = read_jsonl(args.data, {"chunk": "passage", "query_id": "qid", "doc_id": "pid"})
     items = items[: args.items]
+    Path(".build").mkdir(exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="label-bench-", dir=".build"))
     settings = load_settings(
         "tiny",
