@@ -21,6 +21,7 @@ from tribunal.retrieval import (
     KbEntry,
     KnowledgeBase,
     SentenceTransformerEmbedder,
+    WrappingEmbedder,
     load_profile_embedder,
 )
 
@@ -64,7 +65,7 @@ def minilm() -> SentenceTransformerEmbedder:
     return load_profile_embedder(load_settings("tiny"))
 
 
-class CountingEmbedder:
+class CountingEmbedder(WrappingEmbedder):
     """The real embedder, counting the texts it embeds (to prove reloads do not embed) and
     noting which texts each call asked for."""
 
@@ -72,14 +73,6 @@ class CountingEmbedder:
         self.inner = inner
         self.texts = 0
         self.calls: list[list[str]] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
         self.texts += len(texts)

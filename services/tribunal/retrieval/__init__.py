@@ -23,6 +23,7 @@ from ._embedding import (
     CachingEmbedder,
     Embedder,
     SentenceTransformerEmbedder,
+    WrappingEmbedder,
     load_profile_embedder,
 )
 from ._fusion import reciprocal_rank_fusion
@@ -109,6 +110,7 @@ __all__ = [
     "VectorStore",
     "VerificationVerdict",
     "VerifyReport",
+    "WrappingEmbedder",
     "answer_sha256",
     "checker_version",
     "choose_index_type",

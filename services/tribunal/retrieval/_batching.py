@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._embedding import Embedder, Vectors, load_profile_embedder
+from ._embedding import Embedder, Vectors, WrappingEmbedder, load_profile_embedder
 
 if TYPE_CHECKING:
     from ..core import Settings
@@ -49,7 +49,7 @@ class _Pending:
     future: Future[Vectors] = field(default_factory=Future)
 
 
-class MicroBatchingEmbedder:
+class MicroBatchingEmbedder(WrappingEmbedder):
     """Runs every ``embed`` call on one worker thread, concurrent calls in one pass.
 
     Thread-safe. Results are the inner embedder's for the same texts (a text's vector
@@ -92,14 +92,6 @@ class MicroBatchingEmbedder:
         """Forward passes run (each over one or more calls)."""
         self.calls_ = 0
         """Calls that reached the model."""
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
         if not texts:

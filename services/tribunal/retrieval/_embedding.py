@@ -16,7 +16,13 @@ if TYPE_CHECKING:
     from ..core import Settings
     from ._vector_store import VectorStore
 
-__all__ = ["CachingEmbedder", "Embedder", "SentenceTransformerEmbedder", "load_profile_embedder"]
+__all__ = [
+    "CachingEmbedder",
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "WrappingEmbedder",
+    "load_profile_embedder",
+]
 
 Vectors = NDArray[np.float32]
 
@@ -130,7 +136,22 @@ class SentenceTransformerEmbedder:
         return out
 
 
-class CachingEmbedder:
+class WrappingEmbedder:
+    """Base of embedders that add something around another one: its name and dimension
+    are the inner embedder's."""
+
+    inner: Embedder
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+
+class CachingEmbedder(WrappingEmbedder):
     """An embedder that remembers the vectors of the last ``max_texts`` distinct texts.
 
     For callers that embed the same texts again and again — the feature matcher embeds a
@@ -155,14 +176,6 @@ class CachingEmbedder:
         self.store = store
         self._vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
         # The model runs outside the lock, so that concurrent misses can reach a
