@@ -51,9 +51,8 @@ class SentenceTransformerEmbedder:
 
     Texts are sorted by token count and cut into forward passes of similar lengths, each
     of at most ``batch_size`` texts and ``batch_tokens`` padded tokens: a pass of long
-    passages pads little and stays small, a pass of short queries takes many. On 2 CPU
-    cores MPNet embedded 10.1 DL passages/s this way against 6.8 in fixed passes of 32
-    (and 47.7 short queries/s against 42).
+    passages pads little and stays small, a pass of short queries takes many
+    (``bench/label.py`` measures a job against this embedder's throughput).
 
     Args:
         model: The loaded model (see :func:`tribunal.core.load_embedder`).

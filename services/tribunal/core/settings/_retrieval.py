@@ -76,8 +76,7 @@ class RetrievalSettings(Section):
     """Most texts per embedder forward pass."""
     embed_batch_tokens: int = Field(512, ge=1, le=1_000_000)
     """Most padded tokens per embedder forward pass: texts are sorted by length and cut
-    into passes of similar lengths (a longer text runs alone). 512 was fastest for MPNet
-    on 2 CPU cores, on DL passages and on short queries alike."""
+    into passes of similar lengths (a longer text runs alone)."""
     micro_batch_texts: int = Field(64, ge=1, le=4_096)
     """Concurrent embedding calls of this process (every service's, per model) are
     gathered into one forward pass of at most this many texts."""
