@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from tribunal.core import Settings
-from tribunal.retrieval import MicroBatchingEmbedder, load_profile_embedder, shared_profile_embedder
+from tribunal.retrieval import (
+    MicroBatchingEmbedder,
+    load_profile_embedder,
+    prefetch_query_vectors,
+    shared_profile_embedder,
+)
 
 from tests.integration._retrieval import CountingEmbedder, minilm
 
@@ -154,3 +159,52 @@ def test_one_embedder_per_model_per_process(tiny_settings: Settings) -> None:
     assert retrieval.name == load_profile_embedder(tiny_settings).name
     with pytest.raises(ValueError, match="max_batch_texts"):
         MicroBatchingEmbedder(retrieval, max_batch_texts=0)
+
+
+@pytest.mark.models
+def test_a_prefetched_text_is_embedded_once_and_its_caller_waits_for_that_pass() -> None:
+    gated = GatedEmbedder()
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=8, recent_texts=16)
+    batcher.prefetch(QUERIES[:2])
+    assert gated.entered.wait(30)  # the prefetch's pass is running, held in the model
+    batcher.prefetch(QUERIES[:2])  # already on its way: not sent again
+    result: dict[str, NDArray[np.float32]] = {}
+    asker = threading.Thread(target=lambda: result.update(v=batcher.embed(QUERIES[1:3])))
+    asker.start()
+    _queued(batcher, 1)  # only the text the prefetch did not send
+    gated.release.set()
+    asker.join(30)
+
+    assert gated.calls == [QUERIES[:2], [QUERIES[2]]]
+    alone = minilm().embed(QUERIES[1:3])
+    np.testing.assert_allclose(result["v"], alone, atol=1e-5)
+    batcher.embed([QUERIES[0]])  # remembered from the prefetch's pass
+    assert len(gated.calls) == 2
+
+
+@pytest.mark.models
+def test_a_failed_prefetch_reaches_the_caller_that_waits_for_it() -> None:
+    failing = FailingEmbedder()
+    batcher = MicroBatchingEmbedder(failing, recent_texts=16)
+    failing.release.set()
+    batcher.embed(["first"])  # passes; later passes fail
+    batcher.prefetch([QUERIES[0]])
+    with pytest.raises(RuntimeError, match="out of memory"):
+        batcher.embed([QUERIES[0]])
+    assert not batcher._inflight  # the failed texts are not waited for again
+
+
+@pytest.mark.models
+def test_retrieval_sends_its_queries_to_the_matchers_model(tiny_settings: Settings) -> None:
+    retrieval = shared_profile_embedder(tiny_settings)
+    matcher = shared_profile_embedder(tiny_settings, "embedder_large", query_model=True)
+    query = "Does the prefetch reach the matcher's model?"
+    passes = matcher.passes_
+    prefetch_query_vectors([query], besides=retrieval)
+    vector = matcher.embed([query])
+    assert matcher.passes_ == passes + 1  # one pass: the prefetch's
+    np.testing.assert_allclose(
+        vector, load_profile_embedder(tiny_settings, "embedder_large").embed([query]), atol=1e-5
+    )
+    prefetch_query_vectors(["only for others"], besides=matcher)
+    assert matcher.passes_ == passes + 1

@@ -124,7 +124,7 @@ def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embed
             f"profile {settings.profile!r} has embedders {', '.join(embedders) or 'none'}",
             field="ensemble.features_artifact",
         )
-    return artifact, shared_profile_embedder(settings, key)
+    return artifact, shared_profile_embedder(settings, key, query_model=True)
 
 
 def _entry_embedder(settings: Settings, embedder: Embedder) -> CachingEmbedder:

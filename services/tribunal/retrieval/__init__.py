@@ -14,7 +14,7 @@ Every upsert verifies its entries once (do their supporting chunks entail their
 answers?) and stores the verdict with the entry version; search hits carry it.
 """
 
-from ._batching import MicroBatchingEmbedder, shared_profile_embedder
+from ._batching import MicroBatchingEmbedder, prefetch_query_vectors, shared_profile_embedder
 from ._change_audit import AuditedWrites, KbChange, KbChangeLog
 from ._chunking import chunk_sentences, chunk_text, split_sentences
 from ._collection import Collection
@@ -123,6 +123,7 @@ __all__ = [
     "gpu_count",
     "load_profile_embedder",
     "load_profile_reranker",
+    "prefetch_query_vectors",
     "read_entries",
     "reciprocal_rank_fusion",
     "rerank_passage",

@@ -33,7 +33,7 @@ from ._embedding import Embedder, Vectors, WrappingEmbedder, load_profile_embedd
 if TYPE_CHECKING:
     from ..core import Settings
 
-__all__ = ["MicroBatchingEmbedder", "shared_profile_embedder"]
+__all__ = ["MicroBatchingEmbedder", "prefetch_query_vectors", "shared_profile_embedder"]
 
 
 _FORWARD_LOCK = threading.Lock()
@@ -87,6 +87,7 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         self._worker: threading.Thread | None = None
         self._recent: OrderedDict[str, Vectors] = OrderedDict()
         self._recent_lock = threading.Lock()
+        self._inflight: dict[str, tuple[Future[Vectors], int]] = {}
         self._last_calls = 0
         self.passes_ = 0
         """Forward passes run (each over one or more calls)."""
@@ -96,28 +97,57 @@ class MicroBatchingEmbedder(WrappingEmbedder):
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
-        short = self.recent_texts > 0 and len(texts) <= self.max_batch_texts
-        if short:
-            with self._recent_lock:
-                known = {t: self._recent[t] for t in texts if t in self._recent}
-                for text in known:
-                    self._recent.move_to_end(text)
-            if len(known) == len(set(texts)):
-                return np.stack([known[t] for t in texts])
-            missing = list(dict.fromkeys(t for t in texts if t not in known))
-        else:
-            missing = list(texts)
-        fresh = self._submit(missing, progress).result()
-        if not short:
-            return fresh
-        vectors = dict(known)
-        vectors.update(zip(missing, fresh, strict=True))
+        if not (self.recent_texts > 0 and len(texts) <= self.max_batch_texts):
+            return self._submit(list(texts), progress).result()
         with self._recent_lock:
-            for text in missing:
+            known = {t: self._recent[t] for t in texts if t in self._recent}
+            for text in known:
+                self._recent.move_to_end(text)
+            # Texts a prefetch already sent to the model: wait for that pass, not another.
+            coming = {t: self._inflight[t] for t in texts if t not in known and t in self._inflight}
+        if len(known) == len(set(texts)):
+            return np.stack([known[t] for t in texts])
+        missing = list(dict.fromkeys(t for t in texts if t not in known and t not in coming))
+        fresh = self._submit(missing, progress) if missing else None
+        vectors = dict(known)
+        for text, (future, row) in coming.items():
+            vectors[text] = future.result()[row]
+        if fresh is not None:
+            vectors.update(zip(missing, fresh.result(), strict=True))
+            self._remember(missing, vectors)
+        return np.stack([vectors[t] for t in texts])
+
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Start embedding ``texts`` without waiting: a later ``embed`` of them takes the
+        vectors from that pass (or from the memory of recent texts, where they go).
+        Does nothing without that memory or for a call too long to keep."""
+        if not (self.recent_texts > 0 and 0 < len(texts) <= self.max_batch_texts):
+            return
+        with self._recent_lock:
+            missing = [
+                t for t in dict.fromkeys(texts) if t not in self._recent and t not in self._inflight
+            ]
+            if not missing:
+                return
+            future = self._submit(missing, False)
+            for row, text in enumerate(missing):
+                self._inflight[text] = (future, row)
+
+        def settle(done: Future[Vectors]) -> None:
+            with self._recent_lock:
+                for text in missing:
+                    self._inflight.pop(text, None)
+            if done.exception() is None:  # a failed pass reaches whoever waits on it
+                self._remember(missing, dict(zip(missing, done.result(), strict=True)))
+
+        future.add_done_callback(settle)
+
+    def _remember(self, texts: Sequence[str], vectors: dict[str, Vectors]) -> None:
+        with self._recent_lock:
+            for text in texts:
                 self._recent[text] = vectors[text]
             while len(self._recent) > self.recent_texts:
                 self._recent.popitem(last=False)
-        return np.stack([vectors[t] for t in texts])
 
     def _submit(self, texts: list[str], progress: bool) -> Future[Vectors]:
         pending = _Pending(texts, progress)
@@ -176,15 +206,31 @@ class MicroBatchingEmbedder(WrappingEmbedder):
 
 _SHARED: dict[tuple[str, str, int, int, int, float, int], MicroBatchingEmbedder] = {}
 _SHARED_LOCK = threading.Lock()
+_QUERY_MODELS: list[MicroBatchingEmbedder] = []
+"""This process's embedders that embed search queries after retrieval (the feature
+matcher's): :func:`prefetch_query_vectors` sends them the queries retrieval embeds."""
 
 
-def shared_profile_embedder(settings: Settings, key: str | None = None) -> MicroBatchingEmbedder:
+def prefetch_query_vectors(texts: Sequence[str], *, besides: Embedder) -> None:
+    """Start embedding search queries on this process's other query models, so a
+    matcher's pass for them runs while retrieval works instead of after it."""
+    with _SHARED_LOCK:
+        models = [m for m in _QUERY_MODELS if m is not besides]
+    for model in models:
+        model.prefetch(texts)
+
+
+def shared_profile_embedder(
+    settings: Settings, key: str | None = None, *, query_model: bool = False
+) -> MicroBatchingEmbedder:
     """This process's one micro-batching embedder for model ``key`` of the profile
     (default: the embedder role), loaded on first use.
 
     Every service of the process asking for the same model (same weights, device and
     batch size) gets the same object, so their concurrent calls share forward passes
-    and their recent short texts (``retrieval.shared_recent_texts``).
+    and their recent short texts (``retrieval.shared_recent_texts``). ``query_model``:
+    the caller embeds search queries after retrieval (the feature matcher); with
+    ``retrieval.prefetch_query_vectors`` retrieval starts those embeddings itself.
     """
     from ..core._loading import model_path, resolve_device
     from ..core._threads import apply_thread_policy
@@ -215,4 +261,6 @@ def shared_profile_embedder(settings: Settings, key: str | None = None) -> Micro
                 recent_texts=options.shared_recent_texts,
             )
             _SHARED[identity] = embedder
+        if query_model and options.prefetch_query_vectors and embedder not in _QUERY_MODELS:
+            _QUERY_MODELS.append(embedder)
         return embedder

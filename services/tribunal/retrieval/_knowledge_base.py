@@ -29,7 +29,7 @@ from ..core import (
     RetrievalSettings,
     check_deadline,
 )
-from ._batching import shared_profile_embedder
+from ._batching import prefetch_query_vectors, shared_profile_embedder
 from ._collection import Collection
 from ._dense import UnitMatch
 from ._embedding import Embedder
@@ -346,6 +346,7 @@ class KnowledgeBase:
 
     def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Query vectors (one batch); the Ray deployment batches across requests with it."""
+        prefetch_query_vectors(texts, besides=self.embedder)
         return self.embedder.embed(texts)
 
     def validate(self, query: SearchQuery) -> None:

@@ -88,6 +88,11 @@ class RetrievalSettings(Section):
     """Vectors of this many recent short texts (queries, matched KB entries) kept per
     model and shared by the services of the process: a query embedded by retrieval is
     not embedded again by a matcher or judge on the same model. 0 keeps none."""
+    prefetch_query_vectors: bool = True
+    """Where the feature matcher runs in the same process on another model, a search
+    query is sent to that model too when retrieval embeds it: its pass overlaps
+    retrieval's own work instead of starting after it. Costs one unused embedding when
+    no match follows the search (a fallback before matching, a search on its own)."""
     compact_dead_fraction: float = Field(0.25, gt=0.0, le=1.0)
     """Rebuild the dense index when this share of its rows are deleted or replaced."""
     snapshot_every_changes: int = Field(1_000, ge=1, le=10_000_000)
