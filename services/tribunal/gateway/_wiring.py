@@ -3,16 +3,18 @@
 The one wiring every entry point shares: ``tribunal serve gateway``
 (:func:`servicer.build_host`), the gateway's Serve deployment (``app.py``) and bulk
 labelling in this process (``jobs``' ``PipelineLabeller``). Stages are found by
-``gateway.discovery``: ``in-process`` serves the stages' servicers on a second,
-loopback-only gRPC server inside this process (its own thread pool, so gateway
-calls waiting on stages can never starve them); ``grpc`` dials
-``gateway.addresses``; ``ray`` calls Serve applications through handles.
+``gateway.discovery``: ``in-process`` loads the stages' servicers in this process and
+calls them directly (:class:`LocalTransport`: their own thread pool, so gateway calls
+waiting on stages can never starve them; no port, so nothing else can call them);
+``grpc`` dials ``gateway.addresses``; ``ray`` calls Serve applications through handles.
 
-The gateway's calls to its stages carry a credential and match the stages' TLS:
-in-process stages accept only a fresh ``query`` credential the gateway makes at each
-start (so no other process on the machine can call them, Upsert included), and serve
-TLS when the gateway does; remote stages get ``gateway.stage_token_file`` (or
-``stage_token``) over TLS checked with ``gateway.stage_tls_ca_file``.
+:func:`serve_stages` puts stages on a loopback gRPC server instead, for a caller that
+wants them behind a real server (bulk label jobs, calibration, tests that sit a proxy
+in between). Calls to stages behind a server carry a credential and match the stages'
+TLS: such a host accepts only a fresh ``query`` credential made at each start (so no
+other process on the machine can call it, Upsert included), and serves TLS when the
+gateway does; remote stages get ``gateway.stage_token_file`` (or ``stage_token``) over
+TLS checked with ``gateway.stage_tls_ca_file``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ._answer import AnswerPipeline
 from ._checks import AnswerPolicy
 from ._grpc_transport import GrpcTransport, TokenFile
 from ._label import LabelPipeline
+from ._local_transport import LocalTransport
 from ._stages import StageTransport
 
 __all__ = [
@@ -189,8 +192,8 @@ def stage_token(settings: Settings) -> str | TokenFile | None:
 
 
 def connect_stages(settings: Settings) -> tuple[StageTransport, ServiceHost | None]:
-    """The transport ``gateway.discovery`` names, and the in-process stage host if any
-    (the caller stops it after closing the transport)."""
+    """The transport ``gateway.discovery`` names, and a stage host to stop after closing
+    the transport, if any (none: in-process stages close with their transport)."""
     gateway = settings.gateway
     if gateway.discovery == "grpc":
         missing = [stage for stage in STAGES if stage not in gateway.addresses]
@@ -211,4 +214,6 @@ def connect_stages(settings: Settings) -> tuple[StageTransport, ServiceHost | No
         from ._ray_transport import RayServeTransport
 
         return RayServeTransport(gateway.ray_apps), None
-    return serve_stages(settings)
+    server = settings.server
+    workers = max(server.max_workers, 4 * server.max_ongoing_requests)
+    return LocalTransport(settings, STAGES, max_workers=workers), None

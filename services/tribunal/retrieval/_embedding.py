@@ -59,6 +59,9 @@ class SentenceTransformerEmbedder:
         name: Model id to record with collections.
         batch_size: Most texts per forward pass.
         batch_tokens: Most padded tokens per forward pass (a longer text runs alone).
+        traced: Run the transformer as one TorchScript call per pass (see
+            :mod:`._traced`); checked against ``encode`` at load, which stays in use for
+            a model that cannot be traced.
     """
 
     def __init__(
@@ -68,11 +71,16 @@ class SentenceTransformerEmbedder:
         name: str,
         batch_size: int = 32,
         batch_tokens: int = 512,
+        traced: bool = False,
     ) -> None:
+        from ._traced import trace_encoder
+
         self.model = model
         self._name = name
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
+        self.traced_ = trace_encoder(model) if traced else None
+        """The traced pass in use (None: the model's own ``encode``)."""
         dimension = model.get_embedding_dimension()
         if dimension is None:  # pragma: no cover - every sentence-transformers embedder has one
             raise ValueError("the embedder does not report its dimension")
@@ -120,12 +128,17 @@ class SentenceTransformerEmbedder:
             bar = tqdm(total=len(texts), desc="embedding", unit="text")
         try:
             for indices in self._passes(texts):
-                out[indices] = self.model.encode(
-                    [texts[i] for i in indices],
-                    batch_size=len(indices),
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
+                batch = [texts[i] for i in indices]
+                out[indices] = (
+                    self.traced_(batch)
+                    if self.traced_ is not None
+                    else self.model.encode(
+                        batch,
+                        batch_size=len(indices),
+                        normalize_embeddings=True,
+                        convert_to_numpy=True,
+                        show_progress_bar=False,
+                    )
                 )
                 if bar is not None:
                     bar.update(len(indices))
@@ -223,4 +236,5 @@ def load_profile_embedder(
         name=spec.artifact or spec.hf_id or key,
         batch_size=settings.retrieval.embed_batch_size,
         batch_tokens=settings.retrieval.embed_batch_tokens,
+        traced=settings.retrieval.traced_embedder,
     )

@@ -77,6 +77,11 @@ class RetrievalSettings(Section):
     embed_batch_tokens: int = Field(512, ge=1, le=1_000_000)
     """Most padded tokens per embedder forward pass: texts are sorted by length and cut
     into passes of similar lengths (a longer text runs alone)."""
+    traced_embedder: bool = True
+    """Run the embedder's transformer as one TorchScript call per forward pass, which
+    does not hold Python's GIL: a pass is not stalled by the service's other threads.
+    Checked against the model's own ``encode`` at load (the model's ``encode`` stays in
+    use for a model that cannot be traced, or whose trace differs)."""
     micro_batch_texts: int = Field(64, ge=1, le=4_096)
     """Concurrent embedding calls of this process (every service's, per model) are
     gathered into one forward pass of at most this many texts."""
