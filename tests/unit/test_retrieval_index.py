@@ -136,3 +136,30 @@ def test_sparse_ranks_by_bm25_masks_deletes_and_needs_a_refresh_after_adds(
     loaded = SparseIndex.load(tmp_path, RetrievalSettings())
     assert loaded.search(["people virus"], 5) == sparse.search(["people virus"], 5)
     assert loaded.rows == 3  # the deleted rows were dropped
+
+
+def test_searchable_terms_are_bm25s_tokenize_terms() -> None:
+    import json
+
+    import bm25s
+    import Stemmer
+    from tribunal.retrieval._sparse import searchable_terms
+
+    from tests.conftest import SHARED
+
+    rows = [
+        json.loads(line)
+        for line in (SHARED / "data" / "covid-qa" / "faq_kb_en.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    texts = [r["question"] for r in rows] + [r["answer"] for r in rows]
+    texts += ["the", "", "🦠 !!", "COVID-19's R0 = 2.5; Ärzte & ÉCOLES", "a an I x9 Z"]
+    expected = bm25s.tokenize(
+        texts,
+        stopwords="en",
+        stemmer=Stemmer.Stemmer("english"),
+        return_ids=False,
+        show_progress=False,
+    )
+    assert searchable_terms(texts) == expected
+    assert searchable_terms([]) == []
