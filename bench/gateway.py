@@ -6,10 +6,11 @@ Everything runs in one process on the demo's KB (the COVID FAQ, self-evidenced):
 - **old**: an entailment ``Check`` of each candidate's chunks against its answer per
   query, concurrently with the ensemble, then confidence — what the gateway did before
   evidence was verified when entries are written. Its own stage server (every stage).
-- **new**: a real gateway gRPC server (``in-process`` discovery: its stages on a
-  loopback server of their own), called over gRPC: retrieval, the feature matcher,
+- **new**: a real gateway gRPC server (``in-process`` discovery: its stages loaded in
+  its process and called directly), called over gRPC: retrieval, the feature matcher,
   confidence, every reply checked, the decision audited. No entailment call; each query
-  embedded once per model; concurrent queries micro-batched through each embedder.
+  embedded once per model (the matcher's model gets it when retrieval embeds it);
+  concurrent queries micro-batched through each embedder.
 - **new, unbatched**: the same gateway with ``retrieval.micro_batch_texts: 1`` (one
   forward pass per call, the calls still queued on one thread per model), at
   concurrency 16: what micro-batching adds.

@@ -198,11 +198,16 @@ def test_a_failed_prefetch_reaches_the_caller_that_waits_for_it() -> None:
 def test_retrieval_sends_its_queries_to_the_matchers_model(tiny_settings: Settings) -> None:
     retrieval = shared_profile_embedder(tiny_settings)
     matcher = shared_profile_embedder(tiny_settings, "embedder_large", query_model=True)
+    other_stack = tiny_settings.model_copy(
+        update={"retrieval": tiny_settings.retrieval.model_copy(update={"micro_batch_texts": 32})}
+    )
+    elsewhere = shared_profile_embedder(other_stack, "embedder_large", query_model=True)
     query = "Does the prefetch reach the matcher's model?"
     passes = matcher.passes_
     prefetch_query_vectors([query], besides=retrieval)
     vector = matcher.embed([query])
     assert matcher.passes_ == passes + 1  # one pass: the prefetch's
+    assert elsewhere.passes_ == 0  # another stack's matcher in the process: not sent
     np.testing.assert_allclose(
         vector, load_profile_embedder(tiny_settings, "embedder_large").embed([query]), atol=1e-5
     )

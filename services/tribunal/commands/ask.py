@@ -182,10 +182,11 @@ class _LocalGateway:
     once; decisions go to the audit store as a running gateway's do."""
 
     def __init__(self, settings: Settings) -> None:
-        from ..gateway._wiring import build_pipelines, open_audit_store, serve_stages
+        from ..gateway._local_transport import LocalTransport
+        from ..gateway._wiring import build_pipelines, open_audit_store
 
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ask-stage")
-        self._transport, self._host = serve_stages(settings, ANSWER_STAGES, name="ask-stages")
+        self._transport = LocalTransport(settings, ANSWER_STAGES, max_workers=8)
         try:
             self._store = open_audit_store(settings)
             self._pipeline, _ = build_pipelines(
@@ -202,7 +203,6 @@ class _LocalGateway:
 
     def _close_stages(self) -> None:
         self._transport.close()
-        self._host.stop(0)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:

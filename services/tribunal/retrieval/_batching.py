@@ -206,16 +206,21 @@ class MicroBatchingEmbedder(WrappingEmbedder):
 
 _SHARED: dict[tuple[str, str, int, int, int, float, int], MicroBatchingEmbedder] = {}
 _SHARED_LOCK = threading.Lock()
-_QUERY_MODELS: list[MicroBatchingEmbedder] = []
-"""This process's embedders that embed search queries after retrieval (the feature
+_GROUPS: dict[int, tuple[str, int, int, int, float, int]] = {}
+"""Each shared embedder's settings apart from its model: embedders made from one
+``Settings`` (one service stack) share a group."""
+_QUERY_MODELS: dict[tuple[str, int, int, int, float, int], list[MicroBatchingEmbedder]] = {}
+"""Per group, the embedders that embed search queries after retrieval (the feature
 matcher's): :func:`prefetch_query_vectors` sends them the queries retrieval embeds."""
 
 
 def prefetch_query_vectors(texts: Sequence[str], *, besides: Embedder) -> None:
-    """Start embedding search queries on this process's other query models, so a
-    matcher's pass for them runs while retrieval works instead of after it."""
+    """Start embedding search queries on the other query models of ``besides``'s stack
+    (same settings, same process), so a matcher's pass for them runs while retrieval
+    works instead of after it."""
     with _SHARED_LOCK:
-        models = [m for m in _QUERY_MODELS if m is not besides]
+        group = _GROUPS.get(id(besides))
+        models = [m for m in _QUERY_MODELS.get(group, []) if m is not besides] if group else []
     for model in models:
         model.prefetch(texts)
 
@@ -261,6 +266,8 @@ def shared_profile_embedder(
                 recent_texts=options.shared_recent_texts,
             )
             _SHARED[identity] = embedder
-        if query_model and options.prefetch_query_vectors and embedder not in _QUERY_MODELS:
-            _QUERY_MODELS.append(embedder)
+            _GROUPS[id(embedder)] = identity[1:]
+        peers = _QUERY_MODELS.setdefault(identity[1:], [])
+        if query_model and options.prefetch_query_vectors and embedder not in peers:
+            peers.append(embedder)
         return embedder

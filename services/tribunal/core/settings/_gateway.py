@@ -17,25 +17,27 @@ class GatewaySettings(Section):
     """How the gateway finds the stages, splits deadlines, and decides when unsure."""
 
     discovery: Literal["in-process", "grpc", "ray"] = "in-process"
-    """``in-process``: every stage is served inside the gateway's process (the embedded
-    default); ``grpc``: stages at ``addresses``; ``ray``: Serve applications by name."""
+    """``in-process``: every stage is loaded in the gateway's process and called directly
+    (the embedded default); ``grpc``: stages at ``addresses``; ``ray``: Serve
+    applications by name."""
     addresses: dict[str, str] = Field(default_factory=dict)
     """``grpc`` discovery: stage name -> ``host:port`` (retrieval, ensemble, entailment,
     confidence, debate)."""
     stage_tls_ca_file: Path | None = None
     """PEM CA bundle the stages' certificates are checked against. ``grpc`` discovery:
-    when set, stages are dialled over TLS. ``in-process``: the stages serve TLS when the
-    gateway does (``server.tls_cert_file``), trusted through this bundle, or through
-    that certificate itself when this is unset."""
+    when set, stages are dialled over TLS. Stages a bulk label job or ``tribunal
+    calibrate`` serves itself on loopback: they serve TLS when ``server.tls_cert_file``
+    is set, trusted through this bundle, or through that certificate itself when this
+    is unset."""
     stage_tls_server_name: str = ""
     """The name the stages' certificate is checked for, when it differs from the host of
-    the address dialled (``in-process`` stages are dialled at 127.0.0.1 and checked for
-    ``localhost`` unless this says otherwise)."""
+    the address dialled (stages a job serves itself on loopback are dialled at 127.0.0.1
+    and checked for ``localhost`` unless this says otherwise)."""
     stage_token_file: Path | None = None
     """``grpc`` discovery: file holding the bearer token the gateway sends to the stages
     (a ``query`` credential of theirs; re-read when it changes). Unset: ``stage_token``.
-    ``in-process`` stages need none: the gateway makes a fresh credential for them at
-    every start."""
+    ``in-process`` stages need none (they have no port), nor do stages a job serves
+    itself (it makes a fresh credential for them at every start)."""
     stage_token: SecretStr | None = None
     """``grpc`` discovery: the bearer token sent to the stages, when ``stage_token_file``
     is unset; unset too: ``server.auth_token``."""
