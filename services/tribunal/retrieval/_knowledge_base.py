@@ -346,8 +346,11 @@ class KnowledgeBase:
 
     def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Query vectors (one batch); the Ray deployment batches across requests with it."""
+        vectors = self.embedder.embed(texts)
+        # After retrieval's own pass: the matcher's pass then overlaps the rest of the
+        # search instead of delaying it.
         prefetch_query_vectors(texts, besides=self.embedder)
-        return self.embedder.embed(texts)
+        return vectors
 
     def validate(self, query: SearchQuery) -> None:
         """Check one query before any work (raises the caller-facing error)."""
