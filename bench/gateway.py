@@ -48,7 +48,7 @@ from tribunal.gateway import StageTransport, call_stage
 from tribunal.gateway._answer import _candidate_signals
 from tribunal.gateway._wiring import serve_stages
 from tribunal.gateway.servicer import build_host
-from tribunal.retrieval import load_profile_embedder
+from tribunal.retrieval import load_profile_embedder, shared_profile_embedder
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2,
@@ -201,18 +201,33 @@ def _concurrent(client: GatewayClient, queries: list[str], concurrency: int) -> 
     }
 
 
-def _embedder_limit(settings: Settings, queries: list[str], size: int) -> dict[str, Any]:
-    """The hot path's models (retrieval's embedder, the feature matcher's) embedding the
-    queries alone, one model after the other, in batches of ``size``: queries/s (fresh
-    models, no cache)."""
+def _model_keys(settings: Settings) -> list[str]:
+    """The hot path's models: retrieval's embedder, then the feature matcher's."""
     from tribunal.ensemble import MatchFeaturesArtifact, features_path
 
     keys = [settings.roles.embedder]  # type: ignore[union-attr]
     matcher_key = MatchFeaturesArtifact.load(features_path(settings)).embedder.model_key
     if matcher_key not in keys:
         keys.append(matcher_key)
+    return keys
+
+
+def _passes(settings: Settings) -> dict[str, tuple[int, int, float]]:
+    """(passes, texts, seconds in passes) so far of this process's shared embedder of
+    each hot-path model: the ones the gateway's stages use."""
+    out = {}
+    for key in _model_keys(settings):
+        model = shared_profile_embedder(settings, key)
+        out[key] = (model.passes_, model.texts_, model.busy_s_)
+    return out
+
+
+def _embedder_limit(settings: Settings, queries: list[str], size: int) -> dict[str, Any]:
+    """The hot path's models (retrieval's embedder, the feature matcher's) embedding the
+    queries alone, one model after the other, in batches of ``size``: queries/s (fresh
+    models, no cache)."""
     per_model = {}
-    for key in keys:
+    for key in _model_keys(settings):
         embedder = load_profile_embedder(settings, key)
         embedder.embed(queries[:size])  # warm-up
         started = time.perf_counter()
@@ -295,7 +310,16 @@ def _throughput(
         # The batch a model can get at this concurrency is at most one query per client.
         before = _embedder_limit(settings, loaded, concurrency)
         print(f"  limit: {before['queries_per_s']:.1f} queries/s", flush=True)
+        counted = _passes(settings)
         batched = _concurrent(new, loaded, concurrency)
+        batched["passes"] = {
+            key: {
+                "passes": now[0] - counted[key][0],
+                "texts": now[1] - counted[key][1],
+                "seconds": now[2] - counted[key][2],
+            }
+            for key, now in _passes(settings).items()
+        }
         print(f"  new: {batched['queries_per_s']:.1f} queries/s", flush=True)
         alone = _concurrent(unbatched, loaded, concurrency)
         print(f"  new, unbatched: {alone['queries_per_s']:.1f} queries/s", flush=True)
@@ -377,6 +401,15 @@ def _concurrent_table(result: dict[str, Any]) -> None:
         f"(limit before {result['limit_before']['queries_per_s']:.1f}, after "
         f"{result['limit_after']['queries_per_s']:.1f} queries/s)"
     )
+    print("\nthe models' passes inside the gateway (new) vs the same queries alone:")
+    print("| model | passes | texts per pass | seconds in passes | alone, batches of 16 |")
+    print("|---|---|---|---|---|")
+    for key, row in result["new"]["passes"].items():
+        alone = (result["limit_before"]["models"][key] + result["limit_after"]["models"][key]) / 2
+        print(
+            f"| {key} | {row['passes']} | {row['texts'] / max(1, row['passes']):.1f} | "
+            f"{row['seconds']:.2f} | {alone:.2f} |"
+        )
 
 
 def main() -> int:

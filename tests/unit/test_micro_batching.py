@@ -77,7 +77,8 @@ def test_calls_arriving_during_a_pass_share_the_next_one() -> None:
         thread.join(30)
 
     assert gated.calls == [["Wash your hands."], QUERIES]
-    assert (batcher.passes_, batcher.calls_) == (2, 6)
+    assert (batcher.passes_, batcher.calls_, batcher.texts_) == (2, 6, 6)
+    assert batcher.busy_s_ > 0
     alone = minilm().embed(QUERIES)
     for index in range(len(QUERIES)):
         np.testing.assert_allclose(results[index + 1][0], alone[index], atol=1e-5)

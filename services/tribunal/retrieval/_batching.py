@@ -93,6 +93,10 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         """Forward passes run (each over one or more calls)."""
         self.calls_ = 0
         """Calls that reached the model."""
+        self.texts_ = 0
+        """Texts embedded by the passes."""
+        self.busy_s_ = 0.0
+        """Seconds spent in forward passes."""
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
         if not texts:
@@ -189,13 +193,16 @@ class MicroBatchingEmbedder(WrappingEmbedder):
             texts = [text for pending in batch for text in pending.texts]
             try:
                 with _FORWARD_LOCK:
+                    started = time.perf_counter()
                     vectors = self.inner.embed(texts, progress=batch[0].progress)
+                    self.busy_s_ += time.perf_counter() - started
             except BaseException as exc:  # every waiting caller gets the model's error
                 for pending in batch:
                     pending.future.set_exception(exc)
                 continue
             self.passes_ += 1
             self.calls_ += len(batch)
+            self.texts_ += len(texts)
             self._last_calls = len(batch)
             start = 0
             for pending in batch:

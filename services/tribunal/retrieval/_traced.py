@@ -82,7 +82,9 @@ def trace_encoder(model: SentenceTransformer) -> Encoder | None:
             return self.inner(input_ids=ids, attention_mask=mask, return_dict=False)[0]
 
     device = model.device
-    example = model.tokenize(list(_PROBES[:2]))
+    # What encode tokenises with (``tokenize`` in sentence-transformers before 5.2).
+    prepare: Callable[[list[str]], Any] = getattr(model, "preprocess", None) or model.tokenize
+    example = prepare(list(_PROBES[:2]))
     try:
         with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python
@@ -96,7 +98,7 @@ def trace_encoder(model: SentenceTransformer) -> Encoder | None:
         return None
 
     def encode(texts: Sequence[str]) -> Vectors:
-        features = model.tokenize(list(texts))
+        features = prepare(list(texts))
         ids = features["input_ids"].to(device)
         mask = features["attention_mask"].to(device)
         with torch.inference_mode():
