@@ -20,7 +20,7 @@ from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult, validate_i
 
 if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
-    from ..retrieval import CachingEmbedder, Embedder, KbEntry
+    from ..retrieval import CachingEmbedder, Embedder, KbEntry, VectorStore
 
 __all__ = ["FeatureMatcher", "Matcher", "load_matcher", "precompute_entry_vectors"]
 
@@ -127,15 +127,21 @@ def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embed
     return artifact, shared_profile_embedder(settings, key, query_model=True)
 
 
+def _entry_store(settings: Settings, embedder: Embedder) -> VectorStore:
+    """Where the feature matcher's vectors of KB entries are kept (``data_dir/vectors``)."""
+    from ..retrieval import VectorStore
+
+    return VectorStore.for_model(
+        settings.data_dir, model=embedder.name, dimension=embedder.dimension
+    )
+
+
 def _entry_embedder(settings: Settings, embedder: Embedder) -> CachingEmbedder:
     """KB entries come back with every query that finds them: their vectors are computed
     once, kept in memory and on disk (across restarts, shared with ingestion)."""
-    from ..retrieval import CachingEmbedder, VectorStore
+    from ..retrieval import CachingEmbedder
 
-    store = VectorStore.for_model(
-        settings.data_dir, model=embedder.name, dimension=embedder.dimension
-    )
-    return CachingEmbedder(embedder, store=store)
+    return CachingEmbedder(embedder, store=_entry_store(settings, embedder))
 
 
 def precompute_entry_vectors(
@@ -150,11 +156,10 @@ def precompute_entry_vectors(
     if settings.ensemble.matcher != "features" or not entries:
         return 0
     _, embedder = _artifact_embedder(settings)
-    cached = _entry_embedder(settings, embedder)
-    assert cached.store is not None
+    store = _entry_store(settings, embedder)
     try:
         texts = list(dict.fromkeys(t for e in entries for t in entry_texts(e.question, e.answer)))
-        known = cached.store.get(texts)
+        known = store.get(texts)
         new = [t for t in texts if t not in known]
         # Stored a block at a time: an interrupted run keeps what it embedded.
         with tqdm(
@@ -162,11 +167,11 @@ def precompute_entry_vectors(
         ) as bar:
             for start in range(0, len(new), 128):
                 block = new[start : start + 128]
-                cached.embed(block)
+                store.put(block, embedder.embed(block))
                 bar.update(len(block))
         return len(new)
     finally:
-        cached.store.close()
+        store.close()
 
 
 def load_matcher(settings: Settings) -> Matcher:

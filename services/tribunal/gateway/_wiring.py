@@ -101,16 +101,13 @@ def build_stage_host(
             if host.loader is not None:
                 host.loader()
 
-    # Its one caller, the gateway in this process, bounds its own calls (server.max_*):
-    # the stages admit all of them (several stage calls per gateway call) and queue few.
-    ongoing = settings.server.max_ongoing_requests
     server = settings.server.model_copy(
         update={
             "host": "127.0.0.1",
             "port": 0,
             "metrics_port": None,
-            "max_ongoing_requests": max(settings.server.max_workers, 4 * ongoing),
-            "max_queued_requests": 8 * ongoing,
+            "max_ongoing_requests": _stage_slots(settings),
+            "max_queued_requests": 8 * settings.server.max_ongoing_requests,
             "tls_client_ca_file": None,
             "credentials_file": None,
             "auth_token": None,
@@ -124,6 +121,14 @@ def build_stage_host(
         request_limits=RequestLimits.from_settings(settings),
         credentials=credentials,
     )
+
+
+def _stage_slots(settings: Settings) -> int:
+    """Stage calls in-process stages run at once. Their one caller, the gateway in this
+    process, bounds its own calls (``server.max_*``): the stages admit all of them
+    (several stage calls per gateway call)."""
+    server = settings.server
+    return max(server.max_workers, 4 * server.max_ongoing_requests)
 
 
 def _stage_roots(settings: Settings) -> bytes | None:
@@ -214,6 +219,4 @@ def connect_stages(settings: Settings) -> tuple[StageTransport, ServiceHost | No
         from ._ray_transport import RayServeTransport
 
         return RayServeTransport(gateway.ray_apps), None
-    server = settings.server
-    workers = max(server.max_workers, 4 * server.max_ongoing_requests)
-    return LocalTransport(settings, STAGES, max_workers=workers), None
+    return LocalTransport(settings, STAGES, max_workers=_stage_slots(settings)), None

@@ -211,13 +211,14 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                 start = stop
 
 
-_SHARED: dict[tuple[str, str, int, int, int, float, int], MicroBatchingEmbedder] = {}
+_Stack = tuple[str, int, int, int, float, int]
+"""A shared embedder's settings apart from its model (device, batching, memory): the
+embedders made from one ``Settings`` (one service stack) share it."""
+_SHARED: dict[tuple[str, _Stack], MicroBatchingEmbedder] = {}
+"""By (model, stack)."""
 _SHARED_LOCK = threading.Lock()
-_GROUPS: dict[int, tuple[str, int, int, int, float, int]] = {}
-"""Each shared embedder's settings apart from its model: embedders made from one
-``Settings`` (one service stack) share a group."""
-_QUERY_MODELS: dict[tuple[str, int, int, int, float, int], list[MicroBatchingEmbedder]] = {}
-"""Per group, the embedders that embed search queries after retrieval (the feature
+_QUERY_MODELS: dict[_Stack, list[MicroBatchingEmbedder]] = {}
+"""Per stack, the embedders that embed search queries after retrieval (the feature
 matcher's): :func:`prefetch_query_vectors` sends them the queries retrieval embeds."""
 
 
@@ -226,8 +227,8 @@ def prefetch_query_vectors(texts: Sequence[str], *, besides: Embedder) -> None:
     (same settings, same process), so a matcher's pass for them runs while retrieval
     works instead of after it."""
     with _SHARED_LOCK:
-        group = _GROUPS.get(id(besides))
-        models = [m for m in _QUERY_MODELS.get(group, []) if m is not besides] if group else []
+        stacks = [stack for (_, stack), shared in _SHARED.items() if shared is besides]
+        models = [m for s in stacks for m in _QUERY_MODELS.get(s, []) if m is not besides]
     for model in models:
         model.prefetch(texts)
 
@@ -253,8 +254,7 @@ def shared_profile_embedder(
     spec = settings.model_spec(key)
     where = str(model_path(settings, key)) if spec.artifact is not None else str(spec.hf_id)
     options = settings.retrieval
-    identity = (
-        where,
+    stack: _Stack = (
         resolve_device(settings),
         options.embed_batch_size,
         options.embed_batch_tokens,
@@ -263,7 +263,7 @@ def shared_profile_embedder(
         options.shared_recent_texts,
     )
     with _SHARED_LOCK:
-        embedder = _SHARED.get(identity)
+        embedder = _SHARED.get((where, stack))
         if embedder is None:
             apply_thread_policy(settings.server.compute_threads)
             embedder = MicroBatchingEmbedder(
@@ -272,9 +272,8 @@ def shared_profile_embedder(
                 max_wait_s=options.micro_batch_wait_s,
                 recent_texts=options.shared_recent_texts,
             )
-            _SHARED[identity] = embedder
-            _GROUPS[id(embedder)] = identity[1:]
-        peers = _QUERY_MODELS.setdefault(identity[1:], [])
+            _SHARED[(where, stack)] = embedder
+        peers = _QUERY_MODELS.setdefault(stack, [])
         if query_model and options.prefetch_query_vectors and embedder not in peers:
             peers.append(embedder)
         return embedder

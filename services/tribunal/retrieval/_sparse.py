@@ -41,8 +41,8 @@ _local = threading.local()
 
 # bm25s.tokenize's rule (scikit-learn's token pattern, its English stopwords, a stemmer),
 # applied here directly: bm25s.tokenize rebuilds its stopword set for every text and opens
-# progress bars on every call, which was a tenth of a short query's search time under
-# load. Tests check the two give the same terms.
+# progress bars on every call, a cost paid by every short query. Tests check the two give
+# the same terms.
 _WORD = re.compile(r"(?u)\b\w\w+\b")
 _STOPWORDS = frozenset(STOPWORDS_EN)
 
