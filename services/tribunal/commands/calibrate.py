@@ -178,7 +178,13 @@ def _observe(
         rrf_k=settings.retrieval.rrf_k,
         bm25_k1=settings.retrieval.bm25_k1,
     )
-    pipeline = AnswerPipeline(settings.gateway, transport, store=None, policy=policy)
+    pipeline = AnswerPipeline(
+        settings.gateway,
+        transport,
+        store=None,
+        policy=policy,
+        max_id_chars=settings.server.max_id_chars,
+    )
     observed: list[list[ObservedCandidate]] = []
     versions: set[tuple[str, str]] = set()
     failures: list[str] = []

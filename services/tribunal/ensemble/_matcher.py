@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import ConfigError, FailedPreconditionError, InvalidArgumentError
+from ..core import (
+    ConfigError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+)
 from ..core._artifacts import resolve_artifact
 from ..retrieval import KbEntry
 from ._artifact import EnsembleArtifact
@@ -203,9 +208,9 @@ def validate_items(items: Sequence[MatchRequestItem], settings: EnsembleSettings
     if not items:
         raise InvalidArgumentError("items must not be empty", field="items")
     if len(items) > settings.max_items_per_request:
-        raise InvalidArgumentError(
+        raise ResourceExhaustedError(
             f"at most {settings.max_items_per_request} items per call "
-            f"(ensemble.max_items_per_request), got {len(items)}",
+            f"(ensemble.max_items_per_request), got {len(items)}: split the batch",
             field="items",
         )
     for index, item in enumerate(items):

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ..core import ConfigError, FailedPreconditionError, InvalidArgumentError, TribunalError
+from ..core import (
+    ConfigError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    TribunalError,
+)
 from ..core.llm import Prompt, Usage
 from ._relevance_artifact import (
     RELEVANCE_FORMAT,
@@ -143,9 +149,9 @@ class RelevanceJudge:
         if not items:
             raise InvalidArgumentError("items must not be empty", field="items")
         if len(items) > self.max_items_per_request:
-            raise InvalidArgumentError(
+            raise ResourceExhaustedError(
                 f"at most {self.max_items_per_request} items per call "
-                f"(ensemble.max_items_per_request), got {len(items)}",
+                f"(ensemble.max_items_per_request), got {len(items)}: split the batch",
                 field="items",
             )
         for index, item in enumerate(items):

@@ -83,6 +83,8 @@ class AnswerPipeline:
         transport: How the stages are reached.
         store: Where every decision is written (None: not audited).
         policy: What the gateway trusts (calibrator, checker version, signal ranges).
+        max_id_chars: Longest collection name and request id (``server.max_id_chars``,
+            the limit every gRPC server applies to ids).
     """
 
     def __init__(
@@ -92,8 +94,10 @@ class AnswerPipeline:
         *,
         store: Database | None,
         policy: AnswerPolicy,
+        max_id_chars: int,
     ) -> None:
         self.settings = settings
+        self.max_id_chars = max_id_chars
         self.transport = transport
         self.store = store
         self.policy = policy
@@ -109,10 +113,16 @@ class AnswerPipeline:
                 f"{self.settings.max_query_chars} (gateway.max_query_chars)",
                 field="query",
             )
-        if len(request.collection) > 128:
-            raise InvalidArgumentError("collection name is longer than 128", field="collection")
-        if len(request.request_id) > 128:
-            raise InvalidArgumentError("request_id is longer than 128", field="request_id")
+        for field, value in (
+            ("collection", request.collection),
+            ("request_id", request.request_id),
+        ):
+            if len(value) > self.max_id_chars:
+                raise InvalidArgumentError(
+                    f"{field} has {len(value)} characters; the limit is {self.max_id_chars} "
+                    "(server.max_id_chars): shorten it",
+                    field=field,
+                )
 
     def answer(
         self, request: gateway_pb2.AnswerRequest, *, deadline_s: float | None = None

@@ -74,7 +74,11 @@ def build_pipelines(
         store: Where decisions and escalations are written (None: not audited).
     """
     answer = AnswerPipeline(
-        settings.gateway, transport, store=store, policy=AnswerPolicy.from_settings(settings)
+        settings.gateway,
+        transport,
+        store=store,
+        policy=AnswerPolicy.from_settings(settings),
+        max_id_chars=settings.server.max_id_chars,
     )
     return answer, LabelPipeline(settings.gateway, transport, store=store)
 

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import grpc
 
-from ..core import InvalidArgumentError, Settings, UnavailableError
+from ..core import InvalidArgumentError, ResourceExhaustedError, Settings, UnavailableError
 from ..core.server import RequestLimits, ServiceBinding, ServiceHost, status_for
 from ..v1 import gateway_pb2, gateway_pb2_grpc
 from ._answer import AnswerPipeline
@@ -70,8 +70,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if not request.items:
             raise InvalidArgumentError("items is empty", field="items")
         if len(request.items) > limit:
-            raise InvalidArgumentError(
-                f"{len(request.items)} items; the limit is {limit} (gateway.max_items_per_request)",
+            raise ResourceExhaustedError(
+                f"{len(request.items)} items; the limit is {limit} "
+                "(gateway.max_items_per_request): split the batch",
                 field="items",
             )
         for i, item in enumerate(request.items):
