@@ -173,8 +173,13 @@ class LocalCluster:
         from ray.cluster_utils import Cluster
 
         self.temp_dir.mkdir(parents=True, exist_ok=True)
+        # Ray writes the cluster's address under $RAY_TMPDIR/ray (the build area).
+        (Path(os.environ.get("RAY_TMPDIR", self.temp_dir)) / "ray").mkdir(exist_ok=True)
         self._saved_env = dict(os.environ)  # restored by stop()
         os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        # A shared machine under load starts a node's agents slowly: wait for them longer
+        # than Ray's default before the raylet gives up.
+        os.environ.setdefault("RAY_agent_register_timeout_ms", "180000")
         os.environ.update(self.env)
         dashboard_port = free_port()
         self.cluster = Cluster(
@@ -311,6 +316,7 @@ def with_replicas(config: Mapping[str, Any], app: str, count: int) -> dict[str, 
         if application["name"] == app:
             (deployment,) = application["deployments"]
             deployment["num_replicas"] = count
+            deployment["autoscaling_config"] = None  # the code's autoscaling would win
     return changed
 
 

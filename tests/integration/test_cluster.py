@@ -118,17 +118,19 @@ def _metadata(app: str, token: str | None = ADMIN) -> tuple[tuple[str, str], ...
 
 
 def _ingest(settings: Settings) -> dict[str, tuple[str, str]]:
-    """The COVID FAQ as a self-evidenced collection (its answers are their own source)."""
-    from tribunal.retrieval import KnowledgeBase, deduplicate, read_entries
+    """The COVID FAQ as a self-evidenced collection: answers without supporting documents
+    are their own source (no entailment model needed to verify them)."""
+    from tribunal.retrieval import KnowledgeBase, deduplicate, entry_sha256, read_entries
 
-    kb = KnowledgeBase.from_settings(settings)
+    kb = KnowledgeBase.from_settings(settings, checker=None)
     try:
-        entries, _ = deduplicate(
+        read, _ = deduplicate(
             read_entries(COVID / "faq_kb_en.jsonl", record_format="faq", max_chars=2000)
         )
+        entries = [dataclasses.replace(entry, chunks=()) for entry in read]
         kb.upsert(settings.gateway.collection, entries, create=True, self_evidenced=True)
-        stored = kb.collection(settings.gateway.collection)
-        return {e.id: (e.answer, stored.entry_sha256(e.id)) for e in entries}
+        stored = kb.collection(settings.gateway.collection).entries([e.id for e in entries])
+        return {id_: (entry.answer, entry_sha256(entry)) for id_, entry in stored.items()}
     finally:
         kb.close()
 
@@ -195,7 +197,11 @@ def test_every_application_of_the_chart_runs_and_answers_with_credentials(
     assert running.config["grpc_options"]["grpc_servicer_functions"]
     with grpc.insecure_channel(running.address) as channel:
         search = retrieval_pb2_grpc.RetrievalServiceStub(channel).Search(
-            retrieval_pb2.SearchRequest(query="How does the virus spread?", top_k=2),
+            retrieval_pb2.SearchRequest(
+                collection=running.settings.gateway.collection,
+                query="How does the virus spread?",
+                top_k=2,
+            ),
             metadata=_metadata("retrieval", QUERY),
             timeout=60,
         )
@@ -207,7 +213,7 @@ def test_every_application_of_the_chart_runs_and_answers_with_credentials(
             metadata=_metadata("entailment", QUERY),
             timeout=60,
         )
-        assert quotes.results[0].found
+        assert quotes.matches[0].found
         entry = search.hits[0].entry
         match = ensemble_pb2_grpc.EnsembleServiceStub(channel).Match(
             ensemble_pb2.MatchRequest(query=entry.question, candidate=entry),
@@ -355,7 +361,8 @@ def test_a_config_update_under_load_fails_no_request(running: Running) -> None:
     updated = with_replicas(running.config, "confidence", 2)
     for app in updated["applications"]:
         if app["name"] in ("confidence", "gateway"):  # the gateway trusts the same artifact
-            app["args"]["settings"]["confidence"] = {"artifact_path": str(calibrator)}
+            section = app["args"]["settings"].setdefault("confidence", {})
+            section["artifact_path"] = str(calibrator)
     load = AnswerLoad(running.address, running.queries, QUERY, clients=2, interval_s=0.3)
     with load.running():
         time.sleep(5)

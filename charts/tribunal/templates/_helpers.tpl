@@ -286,6 +286,8 @@ the deployment entry (Serve applies them over the code's without a restart, and
 {{- $entry := dict "name" $name "max_ongoing_requests" $app.maxOngoingRequests "ray_actor_options" $actor -}}
 {{- if $fixed -}}
 {{- $_ := set $entry "num_replicas" $app.replicas -}}
+{{- /* null overrides the autoscaling the application's code sets; otherwise it wins. */ -}}
+{{- $_ := set $entry "autoscaling_config" nil -}}
 {{- else -}}
 {{- $_ := set $entry "autoscaling_config" $autoscaling -}}
 {{- end -}}
