@@ -261,8 +261,8 @@ def test_every_application_of_the_chart_runs_and_answers_with_credentials(
             raw(b"\xff\xff\xff\xff", metadata=_metadata("gateway", QUERY), timeout=60)
         assert garbage.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     reply = _answer(running, running.queries[0])
-    assert reply.failed_stage == "", reply
-    assert {s.stage for s in reply.latencies} >= {"retrieval", "ensemble", "confidence"}
+    assert reply.failed_stage == "", reply  # every stage it needed answered
+    assert {s.stage for s in reply.latencies} >= {"retrieval", "ensemble"}
 
 
 def test_model_applications_run_on_gpu_nodes_and_the_gateway_on_cpu_nodes(
