@@ -42,7 +42,7 @@ from tribunal.debate import DreamDebate
 from tribunal.debate.servicer import SERVICE_NAME as DEBATE_SERVICE
 from tribunal.debate.servicer import DebateServicer
 from tribunal.ensemble import RelevanceArtifact, RelevanceFeature
-from tribunal.retrieval.servicer import entry_to_proto
+from tribunal.kb import entry_to_proto
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2,

@@ -33,7 +33,8 @@ from tribunal.confidence import (
 from tribunal.confidence.servicer import ConfidenceServicer
 from tribunal.core import ServerSettings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
-from tribunal.retrieval import answer_sha256, checker_version
+from tribunal.entailment import checker_version
+from tribunal.kb import answer_sha256
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2_grpc,

@@ -161,7 +161,7 @@ def test_bad_requests_are_invalid_argument(stub: ensemble_pb2_grpc.EnsembleServi
 @pytest.mark.models
 def test_majority_runs_without_an_artifact(tmp_path: Path) -> None:
     from tribunal.ensemble import EnsembleMatcher, MatchRequestItem
-    from tribunal.retrieval.servicer import entry_from_proto
+    from tribunal.kb import entry_from_proto
 
     settings = _settings(
         aggregator="majority",

@@ -17,8 +17,8 @@ from tribunal.ensemble import (
     render_fields,
     split_data,
 )
+from tribunal.kb import Chunk, KbEntry
 from tribunal.prompts import get_prompt
-from tribunal.retrieval import Chunk, KbEntry
 
 JUDGES = ("llm_tiny/ral2m", "llm_tiny/ral2m-augmented", "llm_weak/ral2m")
 

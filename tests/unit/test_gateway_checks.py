@@ -21,7 +21,7 @@ from tribunal.gateway._checks import (
     expected_scores,
     serving_problem,
 )
-from tribunal.retrieval import answer_sha256
+from tribunal.kb import answer_sha256
 from tribunal.v1 import common_pb2, confidence_pb2, ensemble_pb2, retrieval_pb2
 
 from tests.integration._scripted_stages import identity_calibrator

@@ -11,18 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tribunal.core import load_settings
-from tribunal.entailment import EntailmentCascade, LexicalOverlapChecker
-from tribunal.retrieval import (
-    Chunk,
-    EntryVerifier,
-    KbEntry,
-    VerificationVerdict,
-    answer_sha256,
-    checker_version,
-    entry_sha256,
-    self_sourced,
-    split_claims,
-)
+from tribunal.entailment import EntailmentCascade, LexicalOverlapChecker, checker_version
+from tribunal.kb import Chunk, KbEntry, answer_sha256, entry_sha256, self_sourced
+from tribunal.retrieval import EntryVerifier, VerificationVerdict, split_claims
 from tribunal.retrieval._checkers import CascadeChecker
 from tribunal.retrieval._verdict_cache import SqliteVerdictCache
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from tribunal.core import Settings
-from tribunal.retrieval import (
+from tribunal.embedding import (
     MicroBatchingEmbedder,
     load_profile_embedder,
     prefetch_query_vectors,

@@ -22,7 +22,7 @@ from typing import Any
 
 from tribunal.confidence import AnswerClasses
 from tribunal.core import NotFoundError
-from tribunal.retrieval import KbEntry, deduplicate, read_entries
+from tribunal.kb import KbEntry, deduplicate, read_entries
 
 __all__ = ["CLASSES_PATH", "build_covid_traffic"]
 

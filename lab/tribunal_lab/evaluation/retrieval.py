@@ -87,7 +87,7 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
 def _ingest(kb: KnowledgeBase, corpus_path: Path, *, rebuild: bool) -> tuple[int, float]:
     """Make sure the corpus is indexed; returns (entries, seconds spent ingesting)."""
     from tqdm import tqdm
-    from tribunal.retrieval import deduplicate, read_entries
+    from tribunal.kb import deduplicate, read_entries
 
     settings = kb.settings
     entries, _ = deduplicate(read_entries(corpus_path, max_chars=settings.chunk_size_chars))
@@ -176,7 +176,8 @@ def _markdown(report: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tribunal.core import load_settings
-    from tribunal.retrieval import KnowledgeBase, SearchMode, load_profile_embedder
+    from tribunal.embedding import load_profile_embedder
+    from tribunal.retrieval import KnowledgeBase, SearchMode
 
     data: Path = args.data
     for name in ("corpus.jsonl", "beir_queries_test.jsonl", "beir_qrels_test.tsv"):

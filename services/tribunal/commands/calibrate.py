@@ -157,11 +157,11 @@ def _observe(
 
     from ..confidence import CalibrationBinding, embedder_version
     from ..core.server import ServiceHost
+    from ..entailment import checker_version
     from ..gateway import AnswerPipeline
     from ..gateway._checks import AnswerPolicy
     from ..gateway._stages import StageError, StageTransport
     from ..gateway._wiring import connect_stages, serve_stages
-    from ..retrieval._verification import checker_version
     from ..v1 import gateway_pb2, retrieval_pb2
 
     transport: StageTransport
@@ -398,7 +398,7 @@ def _writable_default(settings: Settings, resolved: Path) -> Path:
 
 
 def _kb_entries(settings: Settings, path: Path) -> list[Any]:
-    from ..retrieval import deduplicate, read_entries
+    from ..kb import deduplicate, read_entries
 
     entries, _ = deduplicate(
         read_entries(path, record_format="auto", max_chars=settings.retrieval.chunk_size_chars)
@@ -408,7 +408,7 @@ def _kb_entries(settings: Settings, path: Path) -> list[Any]:
 
 def _compute_classes(settings: Settings, kb: Path, rule: Any, rejected: Any, added: Any) -> Any:
     from ..confidence import AnswerClasses, candidate_links, file_sha256
-    from ..retrieval import load_profile_embedder
+    from ..embedding import load_profile_embedder
 
     entries = _kb_entries(settings, kb)
     ids = [e.id for e in entries]

@@ -116,7 +116,7 @@ def _answer_classes() -> Any:
 
 def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | None]]:
     """(query, id of the FAQ entry it paraphrases) for a seeded sample, then out-of-scope ones."""
-    from ..retrieval import entry_from_record
+    from ..kb import entry_from_record
 
     source = folder / "question_similarity_en.jsonl"
     if not source.is_file():
@@ -142,7 +142,8 @@ def _ingest(
     """The FAQ into ``collection`` under the ``self_evidenced`` policy, and (``match_vectors``)
     the feature matcher's vectors of its entries; its size."""
     from ..ensemble import precompute_entry_vectors
-    from ..retrieval import KnowledgeBase, deduplicate, read_entries
+    from ..kb import deduplicate, read_entries
+    from ..retrieval import KnowledgeBase
 
     kb = KnowledgeBase.from_settings(settings)
     try:

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import FailedPreconditionError, NotFoundError
-from ..retrieval import KbEntry, entry_from_record, entry_to_record
+from ..kb import KbEntry, entry_from_record, entry_to_record
 
 __all__ = [
     "MatchItem",

@@ -16,7 +16,7 @@ import grpc
 
 from ..core import FailedPreconditionError, Settings, UnavailableError
 from ..core.server import RequestLimits, ServiceBinding, ServiceHost
-from ..retrieval.servicer import entry_from_proto
+from ..kb import entry_from_proto
 from ..v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
 from ._feature_matcher import Matcher, load_matcher
 from ._matcher import MatchRequestItem, MatchResult

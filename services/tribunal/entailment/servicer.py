@@ -101,7 +101,7 @@ class EntailmentServicer(entailment_pb2_grpc.EntailmentServiceServicer):
         self._cascade = cascade
         self._lock = threading.Lock()
         self.checker_version = checker_version
-        """Reported in every CheckResponse (``tribunal.retrieval.checker_version``)."""
+        """Reported in every CheckResponse (``tribunal.entailment.checker_version``)."""
 
     def set_cascade(self, cascade: EntailmentCascade) -> None:
         self._cascade = cascade

@@ -31,13 +31,13 @@ from ray.serve import Application
 
 from ..core import Settings
 from ..deploy import ServeApp, serve_caller
+from ..kb import KbEntry, entry_from_proto
 from ..v1 import retrieval_pb2
 from ._change_audit import AuditedWrites
 from ._knowledge_base import KnowledgeBase
 from ._types import (
     CollectionStats,
     DeleteResult,
-    KbEntry,
     SearchMode,
     SearchQuery,
     SearchResult,
@@ -46,7 +46,6 @@ from ._types import (
 from .servicer import (
     batch_search_response,
     delete_response,
-    entry_from_proto,
     open_change_log,
     profile_reranker,
     queries_from_proto,

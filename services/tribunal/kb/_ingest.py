@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from ..core import InvalidArgumentError
 from ._chunking import chunk_sentences, chunk_text
-from ._types import Chunk, KbEntry
+from ._entry import Chunk, KbEntry
 
 __all__ = [
     "RecordFormat",

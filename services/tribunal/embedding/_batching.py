@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._embedding import Embedder, Vectors, WrappingEmbedder, load_profile_embedder
+from ._embedding import Embedder, WrappingEmbedder, load_profile_embedder
+from ._vectors import Vectors
 
 if TYPE_CHECKING:
     from ..core import Settings
