@@ -24,12 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from tribunal.confidence import (
-    CalibratorArtifact,
-    ConfidenceScorer,
-    FeatureSpace,
-    TemperatureCalibrator,
-)
+from tribunal.confidence import CalibratorArtifact, ConfidenceScorer
+from tribunal.confidence._calibrators import TemperatureCalibrator
+from tribunal.confidence._features import FeatureSpace
 from tribunal.confidence.servicer import ConfidenceServicer
 from tribunal.core import ServerSettings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost

@@ -14,13 +14,11 @@ import grpc
 import numpy as np
 import pytest
 from tribunal.core import Settings, load_settings
-from tribunal.ensemble import (
-    EnsembleArtifact,
-    EnsembleInputs,
-    LatentEnsemble,
-    MajorityVote,
-    WeightedVote,
-)
+from tribunal.ensemble import EnsembleArtifact
+from tribunal.ensemble._base import EnsembleInputs
+from tribunal.ensemble._latent import LatentEnsemble
+from tribunal.ensemble._majority import MajorityVote
+from tribunal.ensemble._weighted import WeightedVote
 from tribunal.ensemble.servicer import build_host
 from tribunal.v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
 

@@ -14,16 +14,9 @@ import time
 
 import pytest
 from tribunal.core.storage import Database
-from tribunal.jobs import (
-    ItemLimits,
-    ItemResult,
-    JobStore,
-    LabelItem,
-    check_items,
-    failed_result,
-    run_job,
-    runner_id,
-)
+from tribunal.jobs import ItemLimits, JobStore, LabelItem, check_items, run_job
+from tribunal.jobs._labeller import failed_result
+from tribunal.jobs._store import ItemResult, runner_id
 
 ITEMS = [LabelItem(f"i{n}", f"query {n}", f"passage {n}") for n in range(12)]
 

@@ -19,7 +19,9 @@ import time
 import pytest
 from tribunal.cli import main
 from tribunal.core.storage import Database
-from tribunal.jobs import JobStore, LabelItem, LeaseHeartbeat, runner_id
+from tribunal.jobs import JobStore, LabelItem
+from tribunal.jobs._heartbeat import LeaseHeartbeat
+from tribunal.jobs._store import runner_id
 
 ITEMS = [LabelItem(f"i{n}", f"query {n}", f"passage {n}") for n in range(6)]
 

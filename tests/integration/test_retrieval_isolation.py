@@ -19,7 +19,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 from tribunal.core import Settings, load_settings
 from tribunal.kb import KbEntry, entry_to_proto
-from tribunal.retrieval import Collection, KnowledgeBase
+from tribunal.retrieval import KnowledgeBase
+from tribunal.retrieval._collection import Collection
 from tribunal.retrieval.servicer import RetrievalServicer, _RetrievalHost
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from tribunal.commands.calibrate import CALIBRATOR_CHOICES, METHOD_CHOICES
 from tribunal.confidence import (
-    CALIBRATORS,
     RISK_METHODS,
     AnswerClasses,
     ClassRule,
     ReviewedLink,
     candidate_links,
-    classes_from_links,
 )
+from tribunal.confidence._answer_classes import classes_from_links
+from tribunal.confidence._kinds import CALIBRATORS
 from tribunal.core import FailedPreconditionError
 
 SHIPPED = Path(__file__).resolve().parents[2] / (

@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 from tribunal.cli import main
 from tribunal.core import FailedPreconditionError
-from tribunal.ensemble import (
-    EnsembleArtifact,
-    MatchItem,
-    best_chunk,
-    load_matching_data,
-    render_fields,
-    split_data,
-)
+from tribunal.ensemble import EnsembleArtifact, MatchItem, load_matching_data, split_data
+from tribunal.ensemble._judges import best_chunk, render_fields
 from tribunal.kb import Chunk, KbEntry
 from tribunal.prompts import get_prompt
 

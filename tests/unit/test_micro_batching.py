@@ -13,11 +13,11 @@ import pytest
 from numpy.typing import NDArray
 from tribunal.core import Settings
 from tribunal.embedding import (
-    MicroBatchingEmbedder,
     load_profile_embedder,
     prefetch_query_vectors,
     shared_profile_embedder,
 )
+from tribunal.embedding._batching import MicroBatchingEmbedder
 
 from tests.integration._retrieval import CountingEmbedder, minilm
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 from tribunal.core import Settings
-from tribunal.embedding import SentenceTransformerEmbedder, load_profile_embedder
+from tribunal.embedding import load_profile_embedder
+from tribunal.embedding._embedding import SentenceTransformerEmbedder
 from tribunal.embedding._traced import trace_encoder
 
 TEXTS = [

@@ -262,8 +262,7 @@ class _Sample:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..jobs import JudgeBinding, fit_plan
-    from ..jobs._plan_plot import plot_available, write_plan_plot
+    from ..jobs import JudgeBinding, fit_plan, plot_available, write_plan_plot
 
     if args.limit is not None and args.limit < 1:
         raise InvalidArgumentError("--limit must be >= 1", field="limit")

@@ -182,8 +182,7 @@ class _LocalGateway:
     once; decisions go to the audit store as a running gateway's do."""
 
     def __init__(self, settings: Settings) -> None:
-        from ..gateway._local_transport import LocalTransport
-        from ..gateway._wiring import build_pipelines, open_audit_store
+        from ..gateway import LocalTransport, build_pipelines, open_audit_store
 
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ask-stage")
         self._transport = LocalTransport(settings, ANSWER_STAGES, max_workers=8)

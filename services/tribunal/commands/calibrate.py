@@ -158,10 +158,14 @@ def _observe(
     from ..confidence import CalibrationBinding, embedder_version
     from ..core.server import ServiceHost
     from ..entailment import checker_version
-    from ..gateway import AnswerPipeline
-    from ..gateway._checks import AnswerPolicy
-    from ..gateway._stages import StageError, StageTransport
-    from ..gateway._wiring import connect_stages, serve_stages
+    from ..gateway import (
+        AnswerPipeline,
+        AnswerPolicy,
+        StageError,
+        StageTransport,
+        connect_stages,
+        serve_stages,
+    )
     from ..v1 import gateway_pb2, retrieval_pb2
 
     transport: StageTransport

@@ -351,7 +351,7 @@ def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) 
         args.batch_size = 64 if mode == LabelMode.JUDGE.value else 4
 
     if args.ray:
-        from ..jobs._ray import run_on_ray
+        from ..jobs import run_on_ray
 
         return run_on_ray(
             store,

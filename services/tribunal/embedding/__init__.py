@@ -13,25 +13,14 @@ Typical use::
 disk across processes.
 """
 
-from ._batching import MicroBatchingEmbedder, prefetch_query_vectors, shared_profile_embedder
-from ._embedding import (
-    CachingEmbedder,
-    Embedder,
-    SentenceTransformerEmbedder,
-    WrappingEmbedder,
-    load_profile_embedder,
-)
+from ._batching import prefetch_query_vectors, shared_profile_embedder
+from ._embedding import CachingEmbedder, Embedder, load_profile_embedder
 from ._vector_store import VectorStore
-from ._vectors import Vectors
 
 __all__ = [
     "CachingEmbedder",
     "Embedder",
-    "MicroBatchingEmbedder",
-    "SentenceTransformerEmbedder",
     "VectorStore",
-    "Vectors",
-    "WrappingEmbedder",
     "load_profile_embedder",
     "prefetch_query_vectors",
     "shared_profile_embedder",

@@ -246,8 +246,7 @@ def shared_profile_embedder(
     the caller embeds search queries after retrieval (the feature matcher); with
     ``retrieval.prefetch_query_vectors`` retrieval starts those embeddings itself.
     """
-    from ..core._loading import model_path, resolve_device
-    from ..core._threads import apply_thread_policy
+    from ..core import apply_thread_policy, model_path, resolve_device
 
     if key is None:
         assert settings.roles is not None, "the profile defines no roles"

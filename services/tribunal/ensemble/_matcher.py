@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import ConfigError, FailedPreconditionError, InvalidArgumentError
-from ..core._artifacts import resolve_artifact
+from ..core import ConfigError, FailedPreconditionError, InvalidArgumentError, resolve_artifact
 from ..kb import KbEntry
 from ._artifact import EnsembleArtifact
 from ._base import Aggregator, EnsembleInputs

@@ -16,7 +16,7 @@ Files are JSONL in three record formats (:data:`RecordFormat`): ``faq``, ``corpu
 from ._chunking import chunk_sentences, chunk_text
 from ._digest import answer_sha256, entry_sha256, sha256_hex
 from ._entry import ANSWER_UNIT_ID, QUESTION_UNIT_ID, Chunk, KbEntry, self_sourced
-from ._ingest import RecordFormat, deduplicate, entry_from_record, entry_to_record, read_entries
+from ._ingest import deduplicate, entry_from_record, entry_to_record, read_entries
 from ._wire import entry_from_proto, entry_to_proto
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "QUESTION_UNIT_ID",
     "Chunk",
     "KbEntry",
-    "RecordFormat",
     "answer_sha256",
     "chunk_sentences",
     "chunk_text",

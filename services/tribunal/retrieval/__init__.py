@@ -15,72 +15,20 @@ answers?) and stores the verdict with the entry version; search hits carry it.
 Entries and their files are :mod:`tribunal.kb`; the embedders, :mod:`tribunal.embedding`.
 """
 
-from ._change_audit import AuditedWrites, KbChange, KbChangeLog
-from ._collection import Collection
-from ._dense import DenseIndex, UnitMatch, choose_index_type, gpu_count
-from ._fusion import reciprocal_rank_fusion
-from ._knowledge_base import KnowledgeBase, VerifyReport
-from ._rerank import (
-    CrossEncoderReranker,
-    LazyReranker,
-    LlmReranker,
-    Reranker,
-    load_profile_reranker,
-    rerank_passage,
-    rerank_prompt,
-)
-from ._sparse import SparseIndex
-from ._types import (
-    CollectionStats,
-    DeleteResult,
-    SearchHit,
-    SearchMode,
-    SearchQuery,
-    SearchResult,
-    UpsertResult,
-)
-from ._verification import (
-    SERVABLE,
-    ClaimCheck,
-    EntailmentChecker,
-    EntryVerification,
-    EntryVerifier,
-    VerificationVerdict,
-    split_claims,
-)
+from ._change_audit import AuditedWrites
+from ._dense import DenseIndex
+from ._knowledge_base import KnowledgeBase
+from ._rerank import load_profile_reranker
+from ._types import SearchMode, SearchQuery
+from ._verification import SERVABLE, VerificationVerdict
 
 __all__ = [
     "SERVABLE",
     "AuditedWrites",
-    "ClaimCheck",
-    "Collection",
-    "CollectionStats",
-    "CrossEncoderReranker",
-    "DeleteResult",
     "DenseIndex",
-    "EntailmentChecker",
-    "EntryVerification",
-    "EntryVerifier",
-    "KbChange",
-    "KbChangeLog",
     "KnowledgeBase",
-    "LazyReranker",
-    "LlmReranker",
-    "Reranker",
-    "SearchHit",
     "SearchMode",
     "SearchQuery",
-    "SearchResult",
-    "SparseIndex",
-    "UnitMatch",
-    "UpsertResult",
     "VerificationVerdict",
-    "VerifyReport",
-    "choose_index_type",
-    "gpu_count",
     "load_profile_reranker",
-    "reciprocal_rank_fusion",
-    "rerank_passage",
-    "rerank_prompt",
-    "split_claims",
 ]
