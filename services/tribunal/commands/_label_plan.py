@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import FailedPreconditionError, InvalidArgumentError, Settings, load_settings
+from ._label_common import input_spec, relevance_version
 
 __all__ = [
     "add_arguments",
@@ -136,22 +137,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true")
 
 
-def _spec(args: argparse.Namespace) -> Any:
-    from ..jobs import InputSpec, detect_format
-    from .label import _fields
-
-    return InputSpec(
-        path=args.input,
-        format=args.format or detect_format(args.input),
-        run=args.run,
-        qrels=args.qrels,
-        corpus=args.corpus,
-        depth=args.depth,
-        split=args.split,
-        fields=_fields(args.field),
-    )
-
-
 def _items_digest(items: list[Any]) -> str:
     digest = hashlib.sha256()
     for item in items:
@@ -179,14 +164,13 @@ def _judge_scores(settings: Settings, items: list[Any], *, progress: bool) -> li
 def _from_input(args: argparse.Namespace, settings: Settings) -> _Sample:
     """Read the sample and score it with the profile's judge, in this process."""
     from ..jobs import ItemLimits, check_items, read_items
-    from .label import _relevance_version
 
-    judge = _relevance_version(settings)
+    judge = relevance_version(settings)
     if judge is None:
         raise FailedPreconditionError(
             "no relevance artifact: set ensemble.relevance_artifact (see docs/ensemble.md)"
         )
-    spec = _spec(args)
+    spec = input_spec(args)
     items = read_items(spec)[: args.limit]
     kept, failed = check_items(items, ItemLimits.from_settings(settings))
     labelled = [i for i in kept if i.item_id not in failed and i.gold is not None]
@@ -364,9 +348,8 @@ def apply_plan(settings: Settings, plan: Any, plan_path: str) -> Settings:
     Raises:
         FailedPreconditionError: the profile's relevance judge is not the plan's.
     """
-    from .label import _relevance_version
 
-    serving = _relevance_version(settings)
+    serving = relevance_version(settings)
     plan.check_judge(serving["version"] if serving else None, plan_path=plan_path)
     gateway = settings.gateway.model_copy(
         update={
