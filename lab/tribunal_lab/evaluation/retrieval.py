@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tribunal.core import jsonl_rows
+
 if TYPE_CHECKING:
     from tribunal.retrieval import KnowledgeBase, SearchMode
 
@@ -68,8 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+    return [row.value for row in jsonl_rows(path)]
 
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:

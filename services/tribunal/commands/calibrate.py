@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import InvalidArgumentError, load_settings
+from ..core import InvalidArgumentError, jsonl_rows, load_settings
 
 if TYPE_CHECKING:
     from ..confidence import CalibrationBinding, ObservedCandidate, Traffic
@@ -299,7 +299,7 @@ def _read_signals(
 ) -> tuple[list[list[ObservedCandidate]], CalibrationBinding]:
     from ..confidence import CalibrationBinding, ObservedCandidate, Signals
 
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [row.value for row in jsonl_rows(path, field="from_signals")]
     if not lines or lines[0].get("format") != _SIGNALS_FORMAT:
         raise InvalidArgumentError(
             f"{path} is not a file written by --signals-out", field="from_signals"

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core import NotFoundError, Settings, load_settings
+from ..core import NotFoundError, Settings, jsonl_rows, load_settings
 from ..core.server import ServiceHost
 
 __all__ = ["register"]
@@ -121,7 +121,7 @@ def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | Non
     source = folder / "question_similarity_en.jsonl"
     if not source.is_file():
         raise NotFoundError(f"{source} does not exist: pass --data DIR (the covid-qa folder)")
-    rows = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+    rows = [row.value for row in jsonl_rows(source, field="data")]
     paraphrases = [r for r in rows if int(r["label"]) == 1]
     picked = random.Random(seed).sample(paraphrases, min(count, len(paraphrases)))
     asked: list[tuple[str, str | None]] = []

@@ -20,6 +20,7 @@ from ._errors import (
     UnauthenticatedError,
     UnavailableError,
 )
+from ._jsonl import JsonlRow, jsonl_rows, parse_jsonl
 from ._loading import MODEL_LOAD_LOCK, load_embedder, model_path, resolve_device
 from ._logging import configure_logging
 from ._text import pack_sentences, split_sentences, split_text
@@ -46,6 +47,7 @@ __all__ = [
     "GatewaySettings",
     "InternalError",
     "InvalidArgumentError",
+    "JsonlRow",
     "NotFoundError",
     "PermissionDeniedError",
     "RequestBudget",
@@ -60,10 +62,12 @@ __all__ = [
     "available_profiles",
     "check_deadline",
     "configure_logging",
+    "jsonl_rows",
     "load_embedder",
     "load_settings",
     "model_path",
     "pack_sentences",
+    "parse_jsonl",
     "request_scope",
     "resolve_artifact",
     "resolve_device",
