@@ -23,8 +23,6 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy import special
-from tribunal.commands import _label_plan
-from tribunal.confidence import RISK_METHODS
 from tribunal.core import FailedPreconditionError, InvalidArgumentError
 from tribunal.gateway import LabelMode, label_stages
 from tribunal.jobs import JudgeBinding, LabelPlan, fit_plan
@@ -224,7 +222,6 @@ def test_a_band_for_humans_skips_the_debate_stage_and_the_cli_knows_every_method
     assert label_stages(LabelMode.CASCADE, "human") == ("ensemble",)
     assert label_stages(LabelMode.CASCADE, "debate") == ("ensemble", "debate")
     assert label_stages(LabelMode.JUDGE, "human") == ("ensemble",)
-    assert set(_label_plan._RISK_METHODS) == set(RISK_METHODS)
 
 
 @pytest.mark.parametrize("calibrator", ["isotonic", "platt"])

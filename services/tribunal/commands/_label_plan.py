@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import FailedPreconditionError, InvalidArgumentError, Settings, load_settings
+from ..core.settings import PLAN_CALIBRATOR_KINDS, RISK_METHOD_NAMES
 from ._label_common import input_spec, relevance_version
 
 __all__ = [
@@ -51,11 +52,6 @@ def register(
         help="a label plan (`tribunal label plan`): the judge labels outside its band at the "
         "plan's certified error; the band goes to the human review queue",
     )
-
-
-_RISK_METHODS = ("clopper-pearson", "ltt", "ltt-hb", "sgr")
-"""tribunal.confidence.RISK_METHODS, named here so that building the parser imports no
-scientific stack (a test checks that the two agree)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--method",
-        choices=_RISK_METHODS,
+        choices=RISK_METHOD_NAMES,
         default="ltt",
         help="risk control (default ltt: Learn-then-Test, fixed sequence on a 0.02 grid)",
     )
@@ -115,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--calibrator",
-        choices=("isotonic", "platt"),
+        choices=PLAN_CALIBRATOR_KINDS,
         default="isotonic",
         help="calibration of the judge's P on the calibration queries (default isotonic)",
     )

@@ -6,6 +6,18 @@ composes them. :func:`load_settings` reads a profile and the environment, and
 :func:`settings_reference` renders ``docs/settings.md`` from the fields' docstrings.
 """
 
+from ._choices import (
+    AGGREGATOR_NAMES,
+    CALIBRATOR_KINDS,
+    LABEL_MODES,
+    PLAN_CALIBRATOR_KINDS,
+    RISK_METHOD_NAMES,
+    AggregatorName,
+    CalibratorKind,
+    LabelModeName,
+    PlanCalibratorKind,
+    RiskMethod,
+)
 from ._confidence import ConfidenceSettings
 from ._debate import DebateSettings
 from ._deployment import DeploymentSettings
@@ -21,6 +33,13 @@ from ._root import Settings
 from ._server import ServerSettings
 
 __all__ = [
+    "AGGREGATOR_NAMES",
+    "CALIBRATOR_KINDS",
+    "LABEL_MODES",
+    "PLAN_CALIBRATOR_KINDS",
+    "RISK_METHOD_NAMES",
+    "AggregatorName",
+    "CalibratorKind",
     "ConfidenceSettings",
     "DebateSettings",
     "DeploymentSettings",
@@ -28,8 +47,11 @@ __all__ = [
     "EntailmentSettings",
     "GatewaySettings",
     "LLMSettings",
+    "LabelModeName",
     "ModelSpec",
+    "PlanCalibratorKind",
     "RetrievalSettings",
+    "RiskMethod",
     "RoleSettings",
     "ServerSettings",
     "Settings",
