@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import grpc
 
+from ._handlers import Behavior, rewrap_handler
 from ._metrics import GRPC_IN_FLIGHT, GRPC_LATENCY, GRPC_REQUESTS
 from ._status import abort_with_error
 
@@ -15,8 +16,6 @@ __all__ = ["ServerInterceptor"]
 
 # Health and reflection must answer while models load; they are not counted.
 _INFRASTRUCTURE_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
-
-Behavior = Callable[..., Any]
 
 
 class ServerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
@@ -46,28 +45,10 @@ class ServerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
         if handler is None or method_path.startswith(_INFRASTRUCTURE_PREFIXES):
             return handler
         method = method_path.rsplit("/", 1)[-1]
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(
-                self._wrap_unary(method, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(
-                self._wrap_stream(method, handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(
-                self._wrap_unary(method, handler.stream_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return grpc.stream_stream_rpc_method_handler(
-            self._wrap_stream(method, handler.stream_stream),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
+        return rewrap_handler(
+            handler,
+            unary=lambda behavior: self._wrap_unary(method, behavior),
+            stream=lambda behavior: self._wrap_stream(method, behavior),
         )
 
     def _wrap_unary(self, method: str, behavior: Behavior) -> Behavior:
