@@ -91,11 +91,14 @@ def _items(path: Path) -> Any:
     return read_jsonl(path, {})
 
 
-@pytest.mark.parametrize(
+_EVERY_READER = pytest.mark.parametrize(
     "reader",
     [_entries, read_traffic, read_labelled_signals, load_attention, _items],
     ids=["kb entries", "traffic", "labelled signals", "attention", "label items"],
 )
+
+
+@_EVERY_READER
 def test_every_reader_reports_the_file_and_line(
     tmp_path: Path, reader: Callable[[Path], Any]
 ) -> None:
@@ -104,11 +107,7 @@ def test_every_reader_reports_the_file_and_line(
         reader(path)
 
 
-@pytest.mark.parametrize(
-    "reader",
-    [_entries, read_traffic, read_labelled_signals, load_attention, _items],
-    ids=["kb entries", "traffic", "labelled signals", "attention", "label items"],
-)
+@_EVERY_READER
 def test_every_reader_refuses_bytes_that_are_not_utf8(
     tmp_path: Path, reader: Callable[[Path], Any]
 ) -> None:
