@@ -23,6 +23,7 @@ Importing this package does not import Ray; the functions do, when called.
 """
 
 from ._config import APPLICATIONS, serve_config, validate_serve_config
+from ._gathered import gathered, size_gathered
 from ._grpc import ServeApp, serve_caller
 from ._local import deploy, ray_memory, replica_counts, set_ray_auth, start_local, wait_running
 from ._registry import SERVICES, STAGES, ServiceSpec
@@ -34,11 +35,13 @@ __all__ = [
     "ServeApp",
     "ServiceSpec",
     "deploy",
+    "gathered",
     "ray_memory",
     "replica_counts",
     "serve_caller",
     "serve_config",
     "set_ray_auth",
+    "size_gathered",
     "start_local",
     "validate_serve_config",
     "wait_running",
