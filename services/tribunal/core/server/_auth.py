@@ -11,7 +11,7 @@ credential, PERMISSION_DENIED when the role is too weak. The gRPC servers run it
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +19,14 @@ import grpc
 
 from .._errors import PermissionDeniedError, TribunalError, UnauthenticatedError
 from ._credentials import CredentialStore, Role
-from ._handlers import Behavior, rewrap_handler
+from ._handlers import INFRASTRUCTURE_PREFIXES, Behavior, HandlerInterceptor, rewrap_handler
 from ._metrics import GRPC_REQUESTS
 from ._roles import required_role
 from ._status import abort_with_error
 
 __all__ = ["OPEN_PREFIXES", "AuthInterceptor", "Caller", "authorize", "bearer_token", "caller_of"]
 
-OPEN_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
+OPEN_PREFIXES = INFRASTRUCTURE_PREFIXES
 """Methods anyone may call: Kubernetes probes and grpcurl's discovery."""
 
 _SEND = "send metadata 'authorization: Bearer <token>' with a current credential's token"
@@ -101,7 +101,7 @@ def caller_of(context: Any) -> Caller:
         return UNCHECKED
 
 
-class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
+class AuthInterceptor(HandlerInterceptor):
     """Refuses calls without an allowed credential (outermost interceptor): the refusal
     costs no admission slot and runs no validation."""
 
@@ -109,15 +109,11 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
         self.service = service
         self.credentials = credentials
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Any],
-        handler_call_details: grpc.HandlerCallDetails,
+    exempt = OPEN_PREFIXES
+
+    def intercept(
+        self, handler: Any, method: str, handler_call_details: grpc.HandlerCallDetails
     ) -> Any:
-        method: str = handler_call_details.method
-        handler = continuation(handler_call_details)
-        if handler is None or method.startswith(OPEN_PREFIXES):
-            return handler
         try:
             caller = authorize(self.credentials, method, handler_call_details.invocation_metadata)
         except TribunalError as error:

@@ -1,5 +1,8 @@
 """Rewrapping a gRPC method handler: what every Tribunal interceptor does to a call.
 
+:class:`HandlerInterceptor` is their common base: health and reflection pass untouched,
+every other method's handler goes to the subclass's :meth:`~HandlerInterceptor.intercept`.
+
 An interceptor that acts on a call wraps the handler's behaviour and must hand gRPC back
 a handler of the same shape (unary or streamed request and response): gRPC mis-frames a
 reply of another shape. :func:`rewrap_handler` keeps the shape; the interceptor gives one
@@ -8,15 +11,46 @@ wrapper for behaviours that return one reply and one for those that yield replie
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import grpc
 
-__all__ = ["Behavior", "rewrap_handler"]
+__all__ = ["INFRASTRUCTURE_PREFIXES", "Behavior", "HandlerInterceptor", "rewrap_handler"]
 
 Behavior = Callable[..., Any]
 """A handler's behaviour: ``(request, context) -> reply`` or an iterator of replies."""
+
+INFRASTRUCTURE_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
+"""Health and reflection: anyone may call them, they answer while models load, and no
+interceptor counts, admits or refuses them."""
+
+
+class HandlerInterceptor(grpc.ServerInterceptor, abc.ABC):  # type: ignore[misc,type-arg]
+    """An interceptor that acts on each call of every Tribunal method (not on health and
+    reflection) by returning a rewrapped handler."""
+
+    exempt: ClassVar[tuple[str, ...]] = INFRASTRUCTURE_PREFIXES
+    """Method prefixes passed through untouched."""
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Any],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = continuation(handler_call_details)
+        method: str = handler_call_details.method
+        if handler is None or method.startswith(self.exempt):
+            return handler
+        return self.intercept(handler, method, handler_call_details)
+
+    @abc.abstractmethod
+    def intercept(
+        self, handler: Any, method: str, handler_call_details: grpc.HandlerCallDetails
+    ) -> Any:
+        """The handler to run for a call of ``method`` (its full path), usually
+        :func:`rewrap_handler` of ``handler``."""
 
 
 def rewrap_handler(
