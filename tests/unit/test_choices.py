@@ -12,7 +12,7 @@ from tribunal.cli import build_parser
 from tribunal.commands.calibrate import calibration_config
 from tribunal.confidence import RISK_METHODS, CalibrationConfig
 from tribunal.confidence._kinds import CALIBRATORS
-from tribunal.core import load_settings
+from tribunal.core import ConfigError, load_settings
 from tribunal.core.settings import (
     ConfidenceSettings,
     EnsembleSettings,
@@ -70,9 +70,9 @@ def test_the_settings_and_the_code_offer_the_same_choices_as_the_commands() -> N
 
 
 def test_a_setting_outside_its_choices_is_refused_when_the_settings_load() -> None:
-    with pytest.raises(ValueError, match="calibrator"):
+    with pytest.raises(ConfigError, match="confidence.calibrator = 'sigmoid'"):
         load_settings("tiny", confidence={"calibrator": "sigmoid"})
-    with pytest.raises(ValueError, match="method"):
+    with pytest.raises(ConfigError, match="confidence.method = 'bonferroni'"):
         load_settings("tiny", confidence={"method": "bonferroni"})
 
 

@@ -51,7 +51,8 @@ def _decode(raw: bytes, where: str, field: str) -> str:
 
 def _parse(text: str, where: str, field: str, bare_key: str | None) -> dict[str, Any]:
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        # Without the line break, so that a column is the line's own.
+        value = json.loads(text.rstrip("\r\n"), parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise InvalidArgumentError(
             f"{where}: not JSON ({exc.msg} at column {exc.colno})", field=field
