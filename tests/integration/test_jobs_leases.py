@@ -63,7 +63,7 @@ def test_an_expired_lease_is_taken_over_and_renewal_keeps_it(database_url: str) 
 def test_a_dead_local_runner_s_leases_are_freed_at_once(database_url: str) -> None:
     store = _store(database_url)
     gone = subprocess.run(
-        [sys.executable, "-c", "from tribunal.jobs import runner_id; print(runner_id())"],
+        [sys.executable, "-c", "from tribunal.jobs._store import runner_id; print(runner_id())"],
         capture_output=True,
         text=True,
         check=True,

@@ -39,7 +39,9 @@ def _holder(url: str) -> subprocess.Popen[str]:
         f"""
         import sys, time
         from tribunal.core.storage import Database
-        from tribunal.jobs import JobStore, LeaseHeartbeat, runner_id
+        from tribunal.jobs import JobStore
+        from tribunal.jobs._heartbeat import LeaseHeartbeat
+        from tribunal.jobs._store import runner_id
         store = JobStore(Database({url!r}))
         owner = runner_id()
         items = store.claim("j", owner, 100, lease_s=2.0)
