@@ -120,7 +120,8 @@ def _metadata(app: str, token: str | None = ADMIN) -> tuple[tuple[str, str], ...
 def _ingest(settings: Settings) -> dict[str, tuple[str, str]]:
     """The COVID FAQ as a self-evidenced collection: answers without supporting documents
     are their own source (no entailment model needed to verify them)."""
-    from tribunal.retrieval import KnowledgeBase, deduplicate, entry_sha256, read_entries
+    from tribunal.kb import deduplicate, entry_sha256, read_entries
+    from tribunal.retrieval import KnowledgeBase
 
     kb = KnowledgeBase.from_settings(settings, checker=None)
     try:

@@ -33,7 +33,7 @@ from tribunal.core import (
     TribunalError,
     load_settings,
 )
-from tribunal.core.server import UndecodableRequest
+from tribunal.core.server._status import UndecodableRequest
 from tribunal.deploy import SERVICES
 from tribunal.deploy._grpc import UnimplementedMethodError
 from tribunal.v1 import confidence_pb2, gateway_pb2
@@ -189,7 +189,7 @@ def test_oversized_batches_are_resource_exhausted_in_the_ensemble_and_gateway() 
     from tribunal.core import load_settings as settings_for
     from tribunal.ensemble import MatchRequestItem
     from tribunal.ensemble._matcher import validate_items
-    from tribunal.retrieval import KbEntry
+    from tribunal.kb import KbEntry
 
     settings = settings_for("tiny", ensemble={"max_items_per_request": 2})
     entry = KbEntry(id="e", question="q?", answer="a.")

@@ -52,10 +52,8 @@ import grpc
 from google.protobuf.message import Message
 
 from ..core import InternalError, ResourceExhaustedError, Settings
-from ..core.server._auth import Caller, authorize
-from ..core.server._credentials import CredentialStore, Role
-from ..core.server._limits import RequestLimits
-from ..core.server._status import UndecodableRequest, status_for
+from ..core.server import Caller, CredentialStore, RequestLimits, Role, authorize, status_for
+from ..core.server._status import UndecodableRequest
 from ._registry import service
 
 __all__ = ["HANDLE_CALLER", "ServeApp", "grpc_status", "proto_methods", "serve_caller"]

@@ -19,9 +19,9 @@ from ..core import (
     FailedPreconditionError,
     InvalidArgumentError,
     ResourceExhaustedError,
+    resolve_artifact,
 )
-from ..core._artifacts import resolve_artifact
-from ..retrieval import KbEntry
+from ..kb import KbEntry
 from ._artifact import EnsembleArtifact
 from ._base import Aggregator, EnsembleInputs
 from ._judges import JudgePanel
@@ -29,7 +29,7 @@ from ._majority import MajorityVote
 
 if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
-    from ..retrieval import Embedder
+    from ..embedding import Embedder
 
 __all__ = [
     "EnsembleMatcher",
@@ -132,7 +132,7 @@ class EnsembleMatcher:
     @classmethod
     def from_settings(cls, settings: Settings, *, backend: Any = None) -> EnsembleMatcher:
         """Load the artifact (if any), its judges and the profile's embedder."""
-        from ..retrieval import shared_profile_embedder
+        from ..embedding import shared_profile_embedder
 
         options = settings.ensemble
         # Configured, else trained here (data_dir), else the one shipped for the profile —
