@@ -60,6 +60,9 @@ def ray_token_auth(root: Path) -> Iterator[None]:
     for key in _AUTH_VARIABLES:
         os.environ.pop(key, None)
     set_ray_auth("token", root)
+    # A shared machine under load starts a node's agents slowly: the raylet waits for
+    # them longer than Ray's default before it gives up.
+    os.environ["RAY_agent_register_timeout_ms"] = "180000"  # noqa: SIM112 (Ray's own name)
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()
     try:
@@ -74,7 +77,12 @@ def ray_token_auth(root: Path) -> Iterator[None]:
         AuthenticationTokenLoader.instance().reset_cache()
 
 
-_AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+_AUTH_VARIABLES = (
+    "RAY_AUTH_MODE",
+    "RAY_AUTH_TOKEN",
+    "RAY_AUTH_TOKEN_PATH",
+    "RAY_agent_register_timeout_ms",
+)
 
 
 def free_port() -> int:
@@ -177,9 +185,6 @@ class LocalCluster:
         (Path(os.environ.get("RAY_TMPDIR", self.temp_dir)) / "ray").mkdir(exist_ok=True)
         self._saved_env = dict(os.environ)  # restored by stop()
         os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-        # A shared machine under load starts a node's agents slowly: wait for them longer
-        # than Ray's default before the raylet gives up.
-        os.environ.setdefault("RAY_agent_register_timeout_ms", "180000")
         os.environ.update(self.env)
         dashboard_port = free_port()
         self.cluster = Cluster(
