@@ -59,8 +59,10 @@ from ._fitting import FitConfig, fit_artifact
 from ._kinds import CALIBRATORS, make_calibrator
 from ._learn_then_test import (
     binomial_p_value,
+    count_grid,
     hoeffding_bentkus_p_value,
     learn_then_test_threshold,
+    predicted_start,
     start_count,
     threshold_grid,
 )
@@ -137,6 +139,7 @@ __all__ = [
     "candidate_links",
     "classes_from_links",
     "clopper_pearson_upper",
+    "count_grid",
     "decide",
     "decisions",
     "default_artifact_path",
@@ -150,6 +153,7 @@ __all__ = [
     "make_calibrator",
     "markdown_report",
     "min_accepted_for",
+    "predicted_start",
     "read_labelled_signals",
     "read_traffic",
     "recalibrate_command",

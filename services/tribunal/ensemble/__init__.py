@@ -33,7 +33,14 @@ from ._feature_artifact import (
     MatchFeaturesArtifact,
     features_path,
 )
-from ._feature_matcher import FeatureMatcher, Matcher, load_matcher, precompute_entry_vectors
+from ._feature_matcher import (
+    FeatureMatcher,
+    Matcher,
+    load_matcher,
+    precompute_entry_vectors,
+    served_feature_matcher,
+    tuned_matcher_dir,
+)
 from ._judges import (
     Judge,
     JudgePanel,
@@ -120,7 +127,9 @@ __all__ = [
     "read_judgments",
     "relevance_artifact_path",
     "render_fields",
+    "served_feature_matcher",
     "split_data",
     "summarise",
     "train_artifact",
+    "tuned_matcher_dir",
 ]
