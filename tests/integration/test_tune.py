@@ -55,6 +55,7 @@ def _env(monkeypatch: pytest.MonkeyPatch, root: Path, data: Path) -> None:
 
 @pytest.mark.models
 @pytest.mark.extended
+@pytest.mark.timeout(1800)
 def test_tune_writes_a_bound_versioned_artifact_with_its_split(
     tuned: tuple[Path, Path, Path, int],
     monkeypatch: pytest.MonkeyPatch,
@@ -112,6 +113,7 @@ def test_tune_writes_a_bound_versioned_artifact_with_its_split(
 
 @pytest.mark.models
 @pytest.mark.extended
+@pytest.mark.timeout(1800)
 def test_calibrate_refuses_traffic_holding_the_tunes_fit_queries(
     tuned: tuple[Path, Path, Path, int],
     monkeypatch: pytest.MonkeyPatch,
