@@ -14,7 +14,8 @@ from tribunal.cli import main
 from tribunal.core import load_settings
 from tribunal.ensemble import FeatureEmbedder, MatchFeaturesArtifact, features_path
 from tribunal.ensemble._feature_matcher import FeatureMatcher
-from tribunal.retrieval import KnowledgeBase, deduplicate, read_entries
+from tribunal.kb import deduplicate, read_entries
+from tribunal.retrieval import KnowledgeBase
 from tribunal.tuning import TunedMatcher, current_tuned_dir, query_key
 from tribunal_lab.datasets.covid_traffic import build_covid_traffic
 

@@ -20,13 +20,13 @@ from tribunal.confidence import (
     count_grid,
     hoeffding_bentkus_p_value,
     learn_then_test_threshold,
-    min_accepted_for,
     predicted_start,
     select_threshold,
-    sgr_threshold,
     start_count,
     threshold_grid,
 )
+from tribunal.confidence._sgr import sgr_threshold
+from tribunal.confidence._threshold import min_accepted_for
 from tribunal.core import InvalidArgumentError
 
 DELTA = 0.1

@@ -79,9 +79,10 @@ def _tune(args: argparse.Namespace) -> int:
 
     from ..confidence import read_traffic
     from ..core import load_embedder
+    from ..embedding import load_profile_embedder
+    from ..embedding._embedding import SentenceTransformerEmbedder
     from ..ensemble import MatchFeaturesArtifact
     from ..ensemble._feature_artifact import features_path
-    from ..retrieval import SentenceTransformerEmbedder, load_profile_embedder
     from ..tuning import TuneConfig, TunedMatcher, config_record, tune_matcher, tuned_root
     from .calibrate import _with_classes
 

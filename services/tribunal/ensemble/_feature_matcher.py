@@ -21,7 +21,8 @@ from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult, validate_i
 
 if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
-    from ..retrieval import CachingEmbedder, Embedder, KbEntry, VectorStore
+    from ..embedding import CachingEmbedder, Embedder, VectorStore
+    from ..kb import KbEntry
 
 __all__ = [
     "FeatureMatcher",
@@ -153,7 +154,7 @@ def served_feature_matcher(settings: Settings) -> str | None:
 def _tuned_matcher(settings: Settings, directory: Path) -> FeatureMatcher:
     """The feature matcher of a ``tribunal tune`` directory: its model, its head, its
     version (checked against the directory's contents)."""
-    from ..retrieval import CachingEmbedder
+    from ..embedding import CachingEmbedder
     from ..tuning import TunedMatcher, tuned_embedder
 
     tuned = TunedMatcher.load(directory)
@@ -172,7 +173,7 @@ def _tuned_matcher(settings: Settings, directory: Path) -> FeatureMatcher:
 
 def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embedder]:
     """The feature matcher's artifact and this process's embedder of the model it names."""
-    from ..retrieval import shared_profile_embedder
+    from ..embedding import shared_profile_embedder
 
     artifact = MatchFeaturesArtifact.load(features_path(settings))
     key = artifact.embedder.model_key
@@ -189,7 +190,7 @@ def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embed
 
 def _entry_store(settings: Settings, embedder: Embedder) -> VectorStore:
     """Where the feature matcher's vectors of KB entries are kept (``data_dir/vectors``)."""
-    from ..retrieval import VectorStore
+    from ..embedding import VectorStore
 
     return VectorStore.for_model(
         settings.data_dir, model=embedder.name, dimension=embedder.dimension
@@ -199,7 +200,7 @@ def _entry_store(settings: Settings, embedder: Embedder) -> VectorStore:
 def _entry_embedder(settings: Settings, embedder: Embedder) -> CachingEmbedder:
     """KB entries come back with every query that finds them: their vectors are computed
     once, kept in memory and on disk (across restarts, shared with ingestion)."""
-    from ..retrieval import CachingEmbedder
+    from ..embedding import CachingEmbedder
 
     return CachingEmbedder(embedder, store=_entry_store(settings, embedder))
 

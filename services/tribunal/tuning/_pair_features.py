@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    from ..retrieval import Embedder
+    from ..embedding import Embedder
 
 __all__ = ["EntryTexts", "PairFeatures", "pair_features"]
 

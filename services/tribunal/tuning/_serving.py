@@ -9,7 +9,7 @@ from ._artifact import TunedMatcher
 
 if TYPE_CHECKING:
     from ..core import Settings
-    from ..retrieval import MicroBatchingEmbedder
+    from ..embedding._batching import MicroBatchingEmbedder
 
 __all__ = ["tuned_embedder"]
 
@@ -23,7 +23,8 @@ def tuned_embedder(settings: Settings, tuned: TunedMatcher, name: str) -> MicroB
     from sentence_transformers import SentenceTransformer
 
     from ..core._loading import MODEL_LOAD_LOCK, resolve_device
-    from ..retrieval import MicroBatchingEmbedder, SentenceTransformerEmbedder
+    from ..embedding._batching import MicroBatchingEmbedder
+    from ..embedding._embedding import SentenceTransformerEmbedder
 
     options = settings.retrieval
     with _LOCK:

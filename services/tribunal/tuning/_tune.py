@@ -37,8 +37,8 @@ from ._split import TuneSplit, split_for_tuning
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from ..embedding import Embedder
     from ..ensemble import MatchFeaturesArtifact
-    from ..retrieval import Embedder
 
 __all__ = ["TooLittleDataError", "TuneConfig", "TuneOutcome", "check_enough", "tune_matcher"]
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ._base import Section
+from ._choices import AggregatorName
 from ._deployment import DeploymentSettings
 
 __all__ = ["EnsembleSettings"]
@@ -38,7 +39,7 @@ class EnsembleSettings(Section):
     """``matcher: features``: a tuned-matcher directory (``tribunal tune``) to serve instead
     of ``features_artifact``; null: the one ``data_dir/tuned/<gateway.collection>/current``
     names, when that collection was tuned."""
-    aggregator: Literal["majority", "weighted", "neural", "latent"] = "majority"
+    aggregator: AggregatorName = "majority"
     """Aggregator the service answers with; ``majority`` also runs without an artifact (at
     ``vote_threshold``; with one, at its fitted per-judge thresholds). The trained ones
     need the artifact."""
