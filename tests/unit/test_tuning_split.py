@@ -131,3 +131,21 @@ def test_a_modified_tuned_directory_is_refused(tmp_path: Path) -> None:
     (tuned.directory / "model" / "weights.bin").write_bytes(b"changed")
     with pytest.raises(FailedPreconditionError, match="modified or damaged"):
         TunedMatcher.load(tuned.directory)
+
+
+def test_ask_says_up_front_when_the_calibrator_was_certified_with_another_matcher(
+    tmp_path: Path,
+) -> None:
+    from tribunal.commands.demo import _certification
+    from tribunal.core import load_settings
+
+    tuned = _tuned(tmp_path, _traffic(tmp_path, _rows(200)))
+    plain = load_settings("tiny", ensemble={"matcher": "features"})
+    assert "every answer falls back" not in _certification(plain)
+    settings = load_settings(
+        "tiny", ensemble={"matcher": "features", "tuned_matcher": str(tuned.directory)}
+    )
+    line = _certification(settings)
+    assert f"the matcher served now is features:{tuned.version}" in line
+    assert "every answer falls back (NO_CERTIFIED_THRESHOLD)" in line
+    assert "tribunal calibrate --collection covid-faq" in line
