@@ -21,6 +21,7 @@ from .commands import models as models_commands
 from .commands import ops as ops_commands
 from .commands import review as review_commands
 from .commands import serve as serve_commands
+from .commands import tune as tune_commands
 from .core import TribunalError, configure_logging
 
 __all__ = ["build_parser", "main"]
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         area.register(sub)
     confidence_commands.register(sub)
     calibrate_commands.register(sub)
+    tune_commands.register(sub)
     audit_commands.register(sub)
     demo_commands.register(sub)
     ask_commands.register(sub)

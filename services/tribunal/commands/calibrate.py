@@ -394,6 +394,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     traffic = read_traffic(args.traffic)
     if args.classes is not None:
         traffic = _with_classes(traffic, args.classes)
+    settings, traffic = _tuned_part(settings, args.collection, traffic)
     started = time.perf_counter()
     if args.from_signals is not None:
         observed, binding = _read_signals(args.from_signals, traffic)
@@ -419,6 +420,26 @@ def _calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {output} (version {result.artifact.version})")
     print(f"report: {', '.join(str(p) for p in written)}")
     return 0
+
+
+def _tuned_part(settings: Settings, collection: str, traffic: Traffic) -> tuple[Settings, Traffic]:
+    """With a tuned matcher for ``collection``: serve it, and keep only traffic it never saw
+    (:func:`tribunal.tuning.certifiable_traffic`)."""
+    from ..tuning import TunedMatcher, certifiable_traffic, current_tuned_dir
+
+    if settings.ensemble.matcher != "features":
+        return settings, traffic
+    directory = settings.ensemble.tuned_matcher or current_tuned_dir(settings.data_dir, collection)
+    if directory is None:
+        return settings, traffic
+    tuned = TunedMatcher.load(directory)
+    kept, note = certifiable_traffic(traffic, tuned, collection)
+    print(
+        f"tuned matcher {tuned.version}: calibrating on {len(kept)} of {len(traffic)} queries "
+        f"({note['traffic']})"
+    )
+    ensemble = settings.ensemble.model_copy(update={"tuned_matcher": directory})
+    return settings.model_copy(update={"ensemble": ensemble}), kept
 
 
 def _writable_default(settings: Settings, resolved: Path) -> Path:

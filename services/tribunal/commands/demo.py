@@ -78,6 +78,16 @@ def _certification(settings: Settings) -> str:
             f" on {threshold.n} labelled queries of collection {binding.collection!r} "
             f"({binding.collection_version}, matcher {binding.matcher})"
         )
+    from ..ensemble import served_feature_matcher
+
+    served = served_feature_matcher(settings)
+    if artifact.binding is not None and served is not None and served != artifact.binding.matcher:
+        return (
+            f"calibrator {artifact.version} was certified with matcher "
+            f"{artifact.binding.matcher}; the matcher served now is {served}: every answer "
+            "falls back (NO_CERTIFIED_THRESHOLD). Recalibrate: `tribunal calibrate "
+            f"--collection {artifact.binding.collection} --traffic LABELLED.jsonl`"
+        )
     if threshold.threshold is None:
         return (
             f"calibrator {artifact.version}: no threshold is certified for alpha={alpha:g}"

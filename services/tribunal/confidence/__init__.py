@@ -38,7 +38,10 @@ from ._fitting import FitConfig, fit_artifact
 from ._kinds import make_calibrator
 from ._learn_then_test import (
     binomial_p_value,
+    count_grid,
     hoeffding_bentkus_p_value,
+    learn_then_test_threshold,
+    predicted_start,
     start_count,
     threshold_grid,
 )
@@ -52,7 +55,7 @@ from ._scorer import (
 )
 from ._signals import DebateOutcome, Signals
 from ._threshold import clopper_pearson_upper
-from ._traffic import Traffic, read_traffic
+from ._traffic import LabelledQuery, Traffic, read_traffic
 
 __all__ = [
     "RISK_METHODS",
@@ -65,6 +68,7 @@ __all__ = [
     "ConfidenceScorer",
     "DebateOutcome",
     "FitConfig",
+    "LabelledQuery",
     "LabelledSignals",
     "ObservedCandidate",
     "RequestVersions",
@@ -79,6 +83,7 @@ __all__ = [
     "calibration_markdown",
     "candidate_links",
     "clopper_pearson_upper",
+    "count_grid",
     "default_artifact_path",
     "embedder_version",
     "evaluate_artifacts",
@@ -86,8 +91,10 @@ __all__ = [
     "fit_artifact",
     "hoeffding_bentkus_p_value",
     "json_ready",
+    "learn_then_test_threshold",
     "make_calibrator",
     "markdown_report",
+    "predicted_start",
     "read_labelled_signals",
     "read_traffic",
     "select_risk_threshold",

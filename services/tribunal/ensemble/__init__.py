@@ -20,7 +20,13 @@ search query: the cheap judges of ``Gateway.Label``. Framework-free: the gRPC ad
 from ._artifact import EnsembleArtifact
 from ._dataset import MatchItem, judgment_path, load_matching_data, read_items, read_judgments
 from ._feature_artifact import FeatureEmbedder, MatchFeaturesArtifact, features_path
-from ._feature_matcher import FeatureMatcher, Matcher, precompute_entry_vectors
+from ._feature_matcher import (
+    FeatureMatcher,
+    Matcher,
+    precompute_entry_vectors,
+    served_feature_matcher,
+    tuned_matcher_dir,
+)
 from ._judges import JudgePanel, judge_specs
 from ._match_features import MATCH_FEATURES, match_feature_values
 from ._matcher import EnsembleMatcher, MatchRequestItem
@@ -51,7 +57,9 @@ __all__ = [
     "read_items",
     "read_judgments",
     "relevance_artifact_path",
+    "served_feature_matcher",
     "split_data",
     "summarise",
     "train_artifact",
+    "tuned_matcher_dir",
 ]

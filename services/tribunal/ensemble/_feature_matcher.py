@@ -11,6 +11,7 @@ judge verdicts; ``aggregator`` is ``features`` and ``artifact_version`` the arti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..core import ConfigError
@@ -23,7 +24,14 @@ if TYPE_CHECKING:
     from ..embedding import CachingEmbedder, Embedder, VectorStore
     from ..kb import KbEntry
 
-__all__ = ["FeatureMatcher", "Matcher", "load_matcher", "precompute_entry_vectors"]
+__all__ = [
+    "FeatureMatcher",
+    "Matcher",
+    "load_matcher",
+    "precompute_entry_vectors",
+    "served_feature_matcher",
+    "tuned_matcher_dir",
+]
 
 
 class Matcher(Protocol):
@@ -59,6 +67,7 @@ class FeatureMatcher:
         settings: EnsembleSettings,
         *,
         entry_embedder: Embedder | None = None,
+        version: str | None = None,
     ) -> None:
         if embedder.name != artifact.embedder.name:
             raise ConfigError(
@@ -67,6 +76,9 @@ class FeatureMatcher:
                 field="ensemble.features_artifact",
             )
         self.artifact = artifact
+        self.version = version or artifact.version
+        """What results name as ``artifact_version``: a tuned matcher's version, else the
+        regression's (a calibrator is bound to it)."""
         self.embedder = embedder
         self.entry_embedder = entry_embedder
         self.settings = settings
@@ -75,6 +87,9 @@ class FeatureMatcher:
     def from_settings(cls, settings: Settings) -> FeatureMatcher:
         """Load the artifact and the profile embedder it names; the entries' vectors are
         kept in memory and in ``data_dir/vectors`` (see :func:`precompute_entry_vectors`)."""
+        tuned = tuned_matcher_dir(settings)
+        if tuned is not None:
+            return _tuned_matcher(settings, tuned)
         artifact, embedder = _artifact_embedder(settings)
         entries = _entry_embedder(settings, embedder)
         return cls(artifact, embedder, settings.ensemble, entry_embedder=entries)
@@ -100,7 +115,7 @@ class FeatureMatcher:
                 match=bool(p >= self.artifact.threshold),
                 judges=(),
                 aggregator=self.aggregator,
-                artifact_version=self.artifact.version,
+                artifact_version=self.version,
                 prompt_tokens=0,
                 threshold=float(self.artifact.threshold),
             )
@@ -109,6 +124,51 @@ class FeatureMatcher:
 
     def close(self) -> None:
         """Nothing to release: no engine threads, the embedder is freed with this object."""
+
+
+def tuned_matcher_dir(settings: Settings) -> Path | None:
+    """The tuned matcher to serve: ``ensemble.tuned_matcher``, else the current tune of
+    ``gateway.collection`` under ``data_dir``; None when there is none."""
+    from ..tuning import current_tuned_dir
+
+    if settings.ensemble.tuned_matcher is not None:
+        return settings.ensemble.tuned_matcher.expanduser()
+    return current_tuned_dir(settings.data_dir, settings.gateway.collection)
+
+
+def served_feature_matcher(settings: Settings) -> str | None:
+    """``features:<version>`` as the feature matcher will report it (a tuned matcher's
+    version, else the regression's), without loading a model; None when the judges match."""
+    from ..tuning import TunedMatcher
+
+    if settings.ensemble.matcher != "features":
+        return None
+    tuned = tuned_matcher_dir(settings)
+    if tuned is not None:
+        return f"{FeatureMatcher.aggregator}:{TunedMatcher.load(tuned).version}"
+    return (
+        f"{FeatureMatcher.aggregator}:{MatchFeaturesArtifact.load(features_path(settings)).version}"
+    )
+
+
+def _tuned_matcher(settings: Settings, directory: Path) -> FeatureMatcher:
+    """The feature matcher of a ``tribunal tune`` directory: its model, its head, its
+    version (checked against the directory's contents)."""
+    from ..embedding import CachingEmbedder
+    from ..tuning import TunedMatcher, tuned_embedder
+
+    tuned = TunedMatcher.load(directory)
+    artifact = MatchFeaturesArtifact.load(tuned.head_path)
+    embedder = tuned_embedder(settings, tuned, artifact.embedder.name)
+    return FeatureMatcher(
+        artifact,
+        embedder,
+        settings.ensemble,
+        # Entry vectors of a tuned model are its own: kept in memory, not in the shared
+        # store keyed by the base model's name.
+        entry_embedder=CachingEmbedder(embedder),
+        version=tuned.version,
+    )
 
 
 def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embedder]:
@@ -156,6 +216,8 @@ def precompute_entry_vectors(
 
     if settings.ensemble.matcher != "features" or not entries:
         return 0
+    if tuned_matcher_dir(settings) is not None:
+        return 0  # a tuned model's entry vectors are its own, computed when first matched
     _, embedder = _artifact_embedder(settings)
     store = _entry_store(settings, embedder)
     try:

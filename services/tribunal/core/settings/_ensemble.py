@@ -35,6 +35,10 @@ class EnsembleSettings(Section):
     """``matcher: features``: its ``tribunal.match-features/1`` JSON file; null:
     ``data_dir/ensemble/match-features.json`` when it exists, else the one shipped for
     the profile (``artifacts/<profile>/ensemble/match-features.json``)."""
+    tuned_matcher: Path | None = None
+    """``matcher: features``: a tuned-matcher directory (``tribunal tune``) to serve instead
+    of ``features_artifact``; null: the one ``data_dir/tuned/<gateway.collection>/current``
+    names, when that collection was tuned."""
     aggregator: AggregatorName = "majority"
     """Aggregator the service answers with; ``majority`` also runs without an artifact (at
     ``vote_threshold``; with one, at its fitted per-judge thresholds). The trained ones
