@@ -6,6 +6,7 @@ composes them. :func:`load_settings` reads a profile and the environment, and
 :func:`settings_reference` renders ``docs/settings.md`` from the fields' docstrings.
 """
 
+from ._audit import AuditSettings
 from ._base import ENV_PREFIX, env_name
 from ._confidence import ConfidenceSettings
 from ._debate import DebateSettings
@@ -24,6 +25,7 @@ from ._server import ServerSettings
 __all__ = [
     "ENV_PREFIX",
     "RENAMED_SETTINGS",
+    "AuditSettings",
     "ConfidenceSettings",
     "DebateSettings",
     "DeploymentSettings",
