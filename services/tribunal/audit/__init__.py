@@ -11,7 +11,15 @@
 Domain logic only: no grpc, no ray.
 """
 
-from ._live import AuditVerdict, LiveMonitor, audit_verdicts, live_bound, live_signals
+from ._live import (
+    AuditVerdict,
+    LiveMonitor,
+    audit_verdicts,
+    live_bound,
+    live_signals,
+    refresh_after_review,
+)
+from ._recertify import audit_traffic, write_audit_traffic
 from ._sampling import AUDIT_REASON, AuditDraw, AuditSampler
 from ._sequence import RateConfidenceSequence, RunningBound
 from ._shift import SHIFT_SIGNALS, ShiftResult, shift_test
@@ -30,8 +38,11 @@ __all__ = [
     "RunningBound",
     "ShiftResult",
     "StateStore",
+    "audit_traffic",
     "audit_verdicts",
     "live_bound",
     "live_signals",
+    "refresh_after_review",
     "shift_test",
+    "write_audit_traffic",
 ]

@@ -14,6 +14,7 @@ appended :class:`~._state.LiveState`.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ..core.settings import AuditSettings
+from ..core import TribunalError
+from ..core.settings import AuditSettings, Settings
 from ..core.storage import AuditDecisionRow, Database, EscalationRow
 from ..jobs._review_tables import ReviewVoteRow
 from ._sampling import AUDIT_REASON
@@ -29,7 +31,14 @@ from ._sequence import RateConfidenceSequence, RunningBound
 from ._shift import ShiftResult, shift_test
 from ._state import NORMAL, LiveState, StateStore
 
-__all__ = ["AuditVerdict", "LiveMonitor", "audit_verdicts", "live_bound", "live_signals"]
+__all__ = [
+    "AuditVerdict",
+    "LiveMonitor",
+    "audit_verdicts",
+    "live_bound",
+    "live_signals",
+    "refresh_after_review",
+]
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +54,10 @@ class AuditVerdict:
     entry_id: str
     """The entry shown to the reviewers (the served one, or the best candidate)."""
     query: str
+    collection: str
     inclusion: float
+    created_at: dt.datetime | None
+    """When the item was queued (with its decision)."""
     answers: bool | None
     """True: the entry answers the query; False: it does not; None: votes still missing."""
 
@@ -82,7 +94,9 @@ def audit_verdicts(db: Database, *, votes_per_item: int = 1) -> dict[str, AuditV
                 decision=str(history.get("decision", "")),
                 entry_id=str(history.get("kb_entry_id", "")),
                 query=item.query,
+                collection=str(history.get("collection", "")),
                 inclusion=float(history.get("p", 0.0)),
+                created_at=item.created_at,
                 answers=answers,
             )
     return verdicts
@@ -234,3 +248,33 @@ class LiveMonitor:
         if previous is None or not state.same_as(previous):
             self.states.append(state)
         return state, shift
+
+
+def refresh_after_review(db: Database, settings: Settings, item_id: str) -> LiveState | None:
+    """Recompute the live state of the collection a just-reviewed audit item belongs to
+    (nothing for other review items). The shift test's baseline is the served artifact's
+    reference sample when that artifact is the item's calibrator."""
+    from ..confidence import CalibratorArtifact, default_artifact_path
+
+    with db.session() as session:
+        row = session.get(EscalationRow, item_id)
+        if row is None or row.reason != AUDIT_REASON or not isinstance(row.history, dict):
+            return None
+        history = dict(row.history)
+    collection = str(history.get("collection", ""))
+    calibrator = str(history.get("calibrator", ""))
+    reference: Mapping[str, Sequence[float]] | None = None
+    try:
+        artifact = CalibratorArtifact.load(default_artifact_path(settings))
+        if artifact.version == calibrator:
+            reference = artifact.reference
+    except TribunalError:
+        log.warning("no calibrator artifact to compare live signals with")
+    state, _ = LiveMonitor(db, settings.audit).refresh(
+        collection=collection,
+        calibrator_version=calibrator,
+        alpha=settings.confidence.alpha,
+        reference=reference,
+        actor="review",
+    )
+    return state

@@ -35,6 +35,7 @@ from ..core.server import (
 from ..core.storage import Database
 from ..deploy import SERVICES, STAGES
 from ._answer import AnswerPipeline
+from ._live_audit import LiveAudit
 from ._checks import AnswerPolicy
 from ._grpc_transport import GrpcTransport, TokenFile
 from ._label import LabelPipeline
@@ -74,7 +75,11 @@ def build_pipelines(
         store: Where decisions and escalations are written (None: not audited).
     """
     answer = AnswerPipeline(
-        settings.gateway, transport, store=store, policy=AnswerPolicy.from_settings(settings)
+        settings.gateway,
+        transport,
+        store=store,
+        policy=AnswerPolicy.from_settings(settings),
+        audit=LiveAudit(settings.audit, store) if store is not None else None,
     )
     return answer, LabelPipeline(settings.gateway, transport, store=store)
 
