@@ -23,7 +23,7 @@ from ._recertify import audit_traffic, write_audit_traffic
 from ._sampling import AUDIT_REASON, AuditDraw, AuditSampler
 from ._sequence import RateConfidenceSequence, RunningBound
 from ._shift import SHIFT_SIGNALS, ShiftResult, shift_test
-from ._state import NORMAL, LiveState, StateStore
+from ._state import NORMAL, LiveState, LiveStateRow, StateStore
 
 __all__ = [
     "AUDIT_REASON",
@@ -34,6 +34,7 @@ __all__ = [
     "AuditVerdict",
     "LiveMonitor",
     "LiveState",
+    "LiveStateRow",
     "RateConfidenceSequence",
     "RunningBound",
     "ShiftResult",

@@ -25,7 +25,6 @@ from sqlalchemy import select
 from ..core import TribunalError
 from ..core.settings import AuditSettings, Settings
 from ..core.storage import AuditDecisionRow, Database, EscalationRow
-from ..jobs._review_tables import ReviewVoteRow
 from ._sampling import AUDIT_REASON
 from ._sequence import RateConfidenceSequence, RunningBound
 from ._shift import ShiftResult, shift_test
@@ -64,7 +63,9 @@ class AuditVerdict:
 
 def audit_verdicts(db: Database, *, votes_per_item: int = 1) -> dict[str, AuditVerdict]:
     """Every audit item by the audit id of its decision."""
+    # Imported here: the jobs package imports the gateway, which imports this package.
     from ..jobs._review import _prepare
+    from ..jobs._review_tables import ReviewVoteRow
 
     _prepare(db)
     with db.session() as session:

@@ -79,11 +79,6 @@ class AuditSampler:
         self._day: dt.date | None = None
         self._spent = 0
 
-    @property
-    def enabled(self) -> bool:
-        s = self.settings
-        return s.daily_budget > 0 and (s.accept_share > 0 or s.fallback_share > 0 or bool(s.accept_strata))
-
     def inclusion(self, decision: str, confidence: float | None) -> tuple[float, str]:
         """The configured probability and stratum of a decision (before the budget)."""
         if decision == "ACCEPT":

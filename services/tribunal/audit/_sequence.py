@@ -52,10 +52,6 @@ __all__ = ["RateConfidenceSequence", "RunningBound"]
 _BISECTION_STEPS = 48
 
 
-def _phi(u: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.expm1(u) - u
-
-
 @dataclass(frozen=True)
 class RunningBound:
     """The sequence at one time: ``[lower, upper]`` holds the running rate (1 − δ)."""
@@ -149,7 +145,7 @@ class RateConfidenceSequence:
         b = self.scale
         total: NDArray[np.float64] | None = None
         for lam in self._below_grid():
-            term = lam * (t * m - y) - b * float(_phi(np.float64(lam))) * t * m
+            term = lam * (t * m - y) - b * (math.expm1(lam) - lam) * t * m
             total = term if total is None else np.logaddexp(total, term)
         assert total is not None
         return np.asarray(total - math.log(self.grid_size), dtype=np.float64)
@@ -168,25 +164,30 @@ class RateConfidenceSequence:
 
     def bounds(self, weighted_wrong: float, accepted: int) -> tuple[float, float]:
         """``(L_t, U_t)`` for one time; ``(0, 1)`` before any answer."""
-        if accepted <= 0:
-            return 0.0, 1.0
-        lower = 0.0
-        if self.excludes_at_or_below(weighted_wrong, accepted, 0.0):
-            low, high = 0.0, 1.0
-            for _ in range(_BISECTION_STEPS):
-                mid = (low + high) / 2.0
-                excluded = bool(self.excludes_at_or_below(weighted_wrong, accepted, mid))
-                low, high = (mid, high) if excluded else (low, mid)
-            lower = low
-        upper = 1.0
-        if self.excludes_at_or_above(weighted_wrong, accepted, 1.0):
-            low, high = 0.0, 1.0
-            for _ in range(_BISECTION_STEPS):
-                mid = (low + high) / 2.0
-                excluded = bool(self.excludes_at_or_above(weighted_wrong, accepted, mid))
-                low, high = (low, mid) if excluded else (mid, high)
-            upper = high
-        return lower, max(upper, lower)
+        lower, upper = self.bounds_many([weighted_wrong], [accepted])
+        return float(lower[0]), float(upper[0])
+
+    def bounds_many(
+        self, weighted_wrong: ArrayLike, accepted: ArrayLike
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(L_t, U_t)`` at many times at once (bisection on arrays)."""
+        y = np.asarray(weighted_wrong, dtype=np.float64)
+        t = np.asarray(accepted, dtype=np.float64)
+        # Lower end: the largest rate the "above" mixture excludes (0 if it excludes none).
+        low, high = np.zeros_like(y), np.ones_like(y)
+        for _ in range(_BISECTION_STEPS):
+            mid = (low + high) / 2.0
+            excluded = self.excludes_at_or_below(y, t, mid)
+            low, high = np.where(excluded, mid, low), np.where(excluded, high, mid)
+        lower = np.where(self.excludes_at_or_below(y, t, 0.0) & (t > 0), low, 0.0)
+        # Upper end: the smallest rate the "below" mixture excludes (1 if it excludes none).
+        low, high = np.zeros_like(y), np.ones_like(y)
+        for _ in range(_BISECTION_STEPS):
+            mid = (low + high) / 2.0
+            excluded = self.excludes_at_or_above(y, t, mid)
+            low, high = np.where(excluded, low, mid), np.where(excluded, mid, high)
+        upper = np.where(self.excludes_at_or_above(y, t, 1.0) & (t > 0), high, 1.0)
+        return lower, np.maximum(upper, lower)
 
     def running(
         self, wrong: ArrayLike, audited: ArrayLike, inclusion: ArrayLike
@@ -209,14 +210,16 @@ class RateConfidenceSequence:
         t = np.arange(1, y.size + 1, dtype=np.float64)
         lower, upper = 0.0, 1.0
         if y.size:
-            # The running intersection needs the bound at each time; evaluate the running
-            # maximum of L at the times where a wrong answer arrived (L only rises then).
-            for index in np.flatnonzero(w):
-                lower = max(lower, self.bounds(float(cumulative[index]), index + 1)[0])
-            # U only falls between wrong answers: its minimum is just before each one.
-            ends = np.append(np.flatnonzero(w) - 1, y.size - 1)
-            for index in ends[ends >= 0]:
-                upper = min(upper, self.bounds(float(cumulative[index]), index + 1)[1])
+            # The running intersection: L only rises when a wrong answer arrives, and U
+            # only falls between them, so its minimum is just before each one or at the end.
+            hits = np.flatnonzero(w)
+            if hits.size:
+                lows, _ = self.bounds_many(cumulative[hits], hits + 1)
+                lower = float(lows.max())
+            ends = np.append(hits - 1, y.size - 1)
+            ends = ends[ends >= 0]
+            _, highs = self.bounds_many(cumulative[ends], ends + 1)
+            upper = float(highs.min())
         return RunningBound(
             accepted=int(t.size),
             audited=int(z.sum()),

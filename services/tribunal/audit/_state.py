@@ -97,8 +97,7 @@ class StateStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        db.create_schema()
-        Base.metadata.create_all(db.engine, tables=[Base.metadata.tables["audit_live_states"]])
+        db.create_schema()  # the migrations create the table
 
     def append(self, state: LiveState) -> None:
         values = {name: getattr(state, name) for name in _COLUMNS}

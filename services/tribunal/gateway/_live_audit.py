@@ -13,12 +13,9 @@ from typing import Any
 from ..audit import AUDIT_REASON, NORMAL, AuditDraw, AuditSampler, StateStore
 from ..core.settings import AuditSettings
 from ..core.storage import Database, EscalationRecord
-from ._metrics import LIVE_AUDITED, LIVE_LOWER, LIVE_UPPER, SAFE_MODE, SHIFT_WARNING
+from ._metrics import record_live_state
 
 __all__ = ["LiveAudit"]
-
-_MODES = ("fallback", "escalate", "stricter")
-
 
 class LiveAudit:
     """Draws audit items and reads the serving mode; thread-safe."""
@@ -49,12 +46,14 @@ class LiveAudit:
         if state is None:
             return NORMAL
         mode = state.mode_for(calibrator_version)
-        LIVE_LOWER.labels(collection).set(state.lower)
-        LIVE_UPPER.labels(collection).set(state.upper)
-        LIVE_AUDITED.labels(collection).set(state.audited)
-        SHIFT_WARNING.labels(collection).set(1.0 if state.shift_warning else 0.0)
-        for name in _MODES:
-            SAFE_MODE.labels(collection, name).set(1.0 if mode == name else 0.0)
+        record_live_state(
+            collection,
+            lower=state.lower,
+            upper=state.upper,
+            audited=state.audited,
+            mode=mode,
+            shift_warning=state.shift_warning,
+        )
         return mode
 
     def sample(

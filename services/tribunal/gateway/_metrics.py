@@ -20,6 +20,7 @@ __all__ = [
     "SHIFT_WARNING",
     "STAGE_LATENCY",
     "record_decision",
+    "record_live_state",
 ]
 
 DECISIONS = Metric(
@@ -75,3 +76,18 @@ def record_decision(
     DECISIONS.labels(kind, decision, reason or "none").inc()
     for stage, milliseconds in latencies_ms.items():
         STAGE_LATENCY.labels(stage).observe(milliseconds / 1000.0)
+
+
+SAFE_MODES = ("fallback", "escalate", "stricter")
+
+
+def record_live_state(
+    collection: str, *, lower: float, upper: float, audited: int, mode: str, shift_warning: bool
+) -> None:
+    """The gauges of a collection's live audit (its latest live state)."""
+    LIVE_LOWER.labels(collection).set(lower)
+    LIVE_UPPER.labels(collection).set(upper)
+    LIVE_AUDITED.labels(collection).set(audited)
+    SHIFT_WARNING.labels(collection).set(1.0 if shift_warning else 0.0)
+    for name in SAFE_MODES:
+        SAFE_MODE.labels(collection, name).set(1.0 if mode == name else 0.0)
