@@ -29,27 +29,47 @@ def test_stats_report_the_live_bound_and_the_safe_mode(
         sampled = i % 2 == 0
         item = (
             EscalationRecord(
-                query=f"q{i}", chunk="Q: a\nA: b", reason=AUDIT_REASON, item_id=audit_id,
-                history={"collection": "faq", "calibrator": version, "p": 0.5,
-                         "decision": "ACCEPT", "kb_entry_id": "e1"},
-            )  # fmt: skip
+                query=f"q{i}",
+                chunk="Q: a\nA: b",
+                reason=AUDIT_REASON,
+                item_id=audit_id,
+                history={
+                    "collection": "faq",
+                    "calibrator": version,
+                    "p": 0.5,
+                    "decision": "ACCEPT",
+                    "kb_entry_id": "e1",
+                },
+            )
             if sampled
             else None
         )
         _, escalation = db.record_decision(
             DecisionRecord(
-                id=audit_id, kind="answer", query=f"q{i}", decision="ACCEPT",
-                collection="faq", confidence=0.8,
+                id=audit_id,
+                kind="answer",
+                query=f"q{i}",
+                decision="ACCEPT",
+                collection="faq",
+                confidence=0.8,
                 versions={"confidence": {"calibrator": version}},
                 detail={"audit": {"p": 0.5, "sampled": sampled, "min_p": 0.5}},
-            ),  # fmt: skip
+            ),
             item,
         )
         if sampled and i < 18:  # the last audited answer is still waiting for its review
             queue.vote("ann", escalation, "irrelevant")
     code = main(
-        ["audit", "--database-url", url, "stats", "--artifact", str(artifact_path),
-         "--alpha", "0.1"]  # fmt: skip
+        [
+            "audit",
+            "--database-url",
+            url,
+            "stats",
+            "--artifact",
+            str(artifact_path),
+            "--alpha",
+            "0.1",
+        ]
     )
     assert code == 0
     live = json.loads(capsys.readouterr().out)["live_audit"]
@@ -58,6 +78,7 @@ def test_stats_report_the_live_bound_and_the_safe_mode(
         18, 9, 9, 1
     )  # fmt: skip
     assert live["estimate"] == pytest.approx(1.0)
-    assert live["lower"] > 0.1 and live["mode"] == "fallback"
+    assert live["lower"] > 0.1
+    assert live["mode"] == "fallback"
     assert "tribunal calibrate --collection faq --from-audit" in live["note"]
     assert live["shift"] is None  # this artifact keeps no reference sample

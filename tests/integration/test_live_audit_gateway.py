@@ -52,9 +52,7 @@ class _Gateway:
         self.stub = gateway_pb2_grpc.GatewayServiceStub(self.channel)  # type: ignore[no-untyped-call]
 
     def ask(self, query: str = "how long is the incubation?") -> gateway_pb2.AnswerResponse:
-        reply: gateway_pb2.AnswerResponse = self.stub.Answer(
-            gateway_pb2.AnswerRequest(query=query)
-        )
+        reply: gateway_pb2.AnswerResponse = self.stub.Answer(gateway_pb2.AnswerRequest(query=query))
         return reply
 
     def close(self) -> None:
@@ -66,7 +64,9 @@ class _Gateway:
 def _review_all(db: Database, settings: object, label: str) -> int:
     """The open audit items, each voted ``label`` through the review queue and its hook."""
     queue = ReviewQueue(
-        db, votes_per_item=1, on_vote=lambda item: refresh_after_review(db, settings, item)  # type: ignore[arg-type]
+        db,
+        votes_per_item=1,
+        on_vote=lambda item: refresh_after_review(db, settings, item),  # type: ignore[arg-type]
     )
     voted = 0
     while (item := queue.next_item("reviewer")) is not None:
@@ -111,9 +111,12 @@ def test_a_shown_violation_switches_the_collection_to_its_safe_mode(
         audited = db.decision(reply.audit_id)
         assert audited.detail["safe_mode"] == mode
         assert "safe mode" in audited.error
-        assert REGISTRY.get_sample_value(
-            "tribunal_audit_safe_mode", {"collection": "default", "mode": mode}
-        ) == 1.0
+        assert (
+            REGISTRY.get_sample_value(
+                "tribunal_audit_safe_mode", {"collection": "default", "mode": mode}
+            )
+            == 1.0
+        )
         assert REGISTRY.get_sample_value(
             "tribunal_audit_live_rate_lower", {"collection": "default"}
         ) == pytest.approx(state.lower)

@@ -83,9 +83,18 @@ def test_bad_audit_settings_are_refused(kwargs: dict[str, object], message: str)
 
 def test_the_shift_test_sees_a_changed_distribution_not_noise() -> None:
     rng = np.random.default_rng(3)
-    reference = {"confidence": rng.beta(5, 2, 300).tolist(), "top1_similarity": rng.beta(8, 3, 300).tolist()}
-    same = {"confidence": rng.beta(5, 2, 300).tolist(), "top1_similarity": rng.beta(8, 3, 300).tolist()}
-    shifted = {"confidence": rng.beta(5, 2, 300).tolist(), "top1_similarity": rng.beta(5, 4, 300).tolist()}
+    reference = {
+        "confidence": rng.beta(5, 2, 300).tolist(),
+        "top1_similarity": rng.beta(8, 3, 300).tolist(),
+    }
+    same = {
+        "confidence": rng.beta(5, 2, 300).tolist(),
+        "top1_similarity": rng.beta(8, 3, 300).tolist(),
+    }
+    shifted = {
+        "confidence": rng.beta(5, 2, 300).tolist(),
+        "top1_similarity": rng.beta(5, 4, 300).tolist(),
+    }
     assert not shift_test(reference, same).warning
     result = shift_test(reference, shifted)
     assert result.warning
@@ -105,8 +114,13 @@ def _serve(
             chunk="Q: ?\nA: !",
             reason=AUDIT_REASON,
             item_id=audit_id,
-            history={"decision": "ACCEPT", "kb_entry_id": f"e{i % 3}", "collection": "faq",
-                     "calibrator": "v1", "p": p},  # fmt: skip
+            history={
+                "decision": "ACCEPT",
+                "kb_entry_id": f"e{i % 3}",
+                "collection": "faq",
+                "calibrator": "v1",
+                "p": p,
+            },
         )
         _, escalation = db.record_decision(
             DecisionRecord(
@@ -135,14 +149,16 @@ def test_the_monitor_trips_on_reviews_and_a_new_version_starts_afresh(tmp_path: 
     monitor = LiveMonitor(db, settings)
     state, shift = monitor.refresh(collection="faq", calibrator_version="v1", alpha=0.1)
     assert shift is None
-    assert state.mode == "fallback" and state.lower > 0.1
+    assert state.mode == "fallback"
+    assert state.lower > 0.1
     assert "entered" in state.detail
     # Recorded once; the same state again adds no row.
     monitor.refresh(collection="faq", calibrator_version="v1", alpha=0.1)
     assert len(StateStore(db).history("faq")) == 1
     latest = StateStore(db).latest("faq")
     assert latest is not None
-    assert latest.mode_for("v1") == "fallback" and latest.mode_for("v2") == "normal"
+    assert latest.mode_for("v1") == "fallback"
+    assert latest.mode_for("v2") == "normal"
     # Another calibrator version has no audits yet: normal.
     fresh, _ = monitor.refresh(collection="faq", calibrator_version="v2", alpha=0.1)
     assert (fresh.accepted, fresh.mode) == (0, "normal")
@@ -153,7 +169,8 @@ def test_audit_traffic_is_thinned_to_one_inclusion_probability(tmp_path: Path) -
     queue = ReviewQueue(db, votes_per_item=1)
     _serve(db, queue, 40, wrong={1, 2, 3}, p=0.5)
     rows, counts = audit_traffic(db, collection="faq", seed=0)
-    assert counts["reviewed"] == 40 and counts["kept"] == len(rows) == 40  # one share: all kept
+    assert counts["reviewed"] == 40
+    assert counts["kept"] == len(rows) == 40
     assert rows[1] == {"query": "q1", "answers": [], "audit_id": f"{1:032d}"}
     assert rows[0]["answers"] == ["e0"]
     # Audited at 0.1 too: the 0.5 items are kept with probability 0.2 (a uniform sample).

@@ -87,9 +87,7 @@ def test_the_fail_safe_trips_in_at_most_delta_of_streams_without_a_violation(str
     # answers audited at 10%. (Only the lower end trips it: at most delta / 2.)
     rate = 0.1
     rng = np.random.default_rng(14)
-    cumulative, _, _ = _stream(
-        rng, np.full((streams, 3000), rate), np.full((streams, 3000), 0.1)
-    )
+    cumulative, _, _ = _stream(rng, np.full((streams, 3000), rate), np.full((streams, 3000), 0.1))
     sequence = RateConfidenceSequence(delta=DELTA, min_inclusion=0.1)
     t = np.arange(1, 3001)
     tripped = sequence.excludes_at_or_below(cumulative, t, 0.1).any(axis=1)
@@ -120,12 +118,17 @@ def test_running_bound_matches_the_vectorised_tests() -> None:
     wrong = (rng.random(400) < 0.3) & audited
     sequence = RateConfidenceSequence(delta=0.1, min_inclusion=0.1)
     bound = sequence.running(wrong, audited, inclusion)
-    assert (bound.accepted, bound.audited, bound.wrong) == (400, int(audited.sum()), int(wrong.sum()))
+    assert (bound.accepted, bound.audited, bound.wrong) == (
+        400,
+        int(audited.sum()),
+        int(wrong.sum()),
+    )
     assert 0.0 < bound.lower < bound.estimate < bound.upper < 1.0
     # Every time's own interval contains the intersection; the last one is among them.
     y = np.cumsum(np.where(wrong, 1.0 / inclusion, 0.0))
     last = sequence.bounds(float(y[-1]), 400)
-    assert last[0] <= bound.lower + 1e-9 and bound.upper <= last[1] + 1e-9
+    assert last[0] <= bound.lower + 1e-9
+    assert bound.upper <= last[1] + 1e-9
     assert sequence.excludes_at_or_below(y[-1], 400, last[0] - 1e-6)
     assert not sequence.excludes_at_or_below(y[-1], 400, last[0] + 1e-6)
     assert sequence.excludes_at_or_above(y[-1], 400, last[1] + 1e-6)

@@ -69,9 +69,7 @@ def build_data(root: Path, *, seed: int = 0) -> LiveAuditData:
                     "chunks": [],
                 }
             )
-        pool.extend(
-            {"query": q, "answers": ids, "kind": "in_scope"} for q in phrasings[5:]
-        )
+        pool.extend({"query": q, "answers": ids, "kind": "in_scope"} for q in phrasings[5:])
     pool = [pool[i] for i in rng.permutation(len(pool))]
     squad = _jsonl(root / "squad-v1.1-dev" / "dev_flat.jsonl")
     squad_questions = list(dict.fromkeys(row["question"] for row in squad))

@@ -186,7 +186,11 @@ class Replay:
                 sampled_since += 1
             warning = self.state is not None and self.state.shift_warning
             if warning and "shift_warning" not in events:
-                events["shift_warning"] = {"segment": segment, "query": position, **self._after(shift_start, position)}
+                events["shift_warning"] = {
+                    "segment": segment,
+                    "query": position,
+                    **self._after(shift_start, position),
+                }
                 if segment == "shifted":
                     since = dt.datetime.now(dt.UTC)
             if segment == "shifted" and self.state is not None and self.state.mode != "normal":

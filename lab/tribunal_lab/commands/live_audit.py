@@ -93,8 +93,16 @@ def _ingest(work: Path, kb: list[dict[str, Any]]) -> None:
     path = work / "kb.jsonl"
     path.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in kb))
     code = tribunal(
-        ["kb", "ingest", str(path), "--collection", COLLECTION, "--format", "entries",
-         "--self-evidenced"]  # fmt: skip
+        [
+            "kb",
+            "ingest",
+            str(path),
+            "--collection",
+            COLLECTION,
+            "--format",
+            "entries",
+            "--self-evidenced",
+        ]
     )
     if code:
         raise SystemExit(f"kb ingest failed ({code})")

@@ -189,9 +189,7 @@ class RateConfidenceSequence:
         upper = np.where(self.excludes_at_or_above(y, t, 1.0) & (t > 0), high, 1.0)
         return lower, np.maximum(upper, lower)
 
-    def running(
-        self, wrong: ArrayLike, audited: ArrayLike, inclusion: ArrayLike
-    ) -> RunningBound:
+    def running(self, wrong: ArrayLike, audited: ArrayLike, inclusion: ArrayLike) -> RunningBound:
         """The bound after a stream: per answer, whether it was audited, found wrong (0 when
         not audited), and its inclusion probability. The bound is intersected over time
         (a confidence sequence may be), so it is the tightest seen so far."""

@@ -15,8 +15,8 @@ import argparse
 import contextlib
 import json
 import sys
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from ..core import InvalidArgumentError, load_settings
 from ..core.storage import Database

@@ -17,6 +17,7 @@ from ._metrics import record_live_state
 
 __all__ = ["LiveAudit"]
 
+
 class LiveAudit:
     """Draws audit items and reads the serving mode; thread-safe."""
 

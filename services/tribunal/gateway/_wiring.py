@@ -35,10 +35,10 @@ from ..core.server import (
 from ..core.storage import Database
 from ..deploy import SERVICES, STAGES
 from ._answer import AnswerPipeline
-from ._live_audit import LiveAudit
 from ._checks import AnswerPolicy
 from ._grpc_transport import GrpcTransport, TokenFile
 from ._label import LabelPipeline
+from ._live_audit import LiveAudit
 from ._local_transport import LocalTransport
 from ._stages import StageTransport
 

@@ -16,8 +16,8 @@ from pydantic_settings import (
 )
 
 from .._errors import ConfigError
-from ._base import ENV_PREFIX, FieldValueError
 from ._audit import AuditSettings
+from ._base import ENV_PREFIX, FieldValueError
 from ._confidence import ConfidenceSettings
 from ._debate import DebateSettings
 from ._ensemble import EnsembleSettings
