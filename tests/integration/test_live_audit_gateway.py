@@ -9,6 +9,7 @@ answer is an ACCEPT until the collection's serving mode says otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import grpc
@@ -28,7 +29,7 @@ from tests.integration._scripted_stages import Script, identity_calibrator
 class _Gateway:
     """Scripted stages and a real gateway trusting ``calibrator``, audited to ``url``."""
 
-    def __init__(self, url: str, calibrator: Path, audit: dict[str, object]) -> None:
+    def __init__(self, url: str, calibrator: Path, audit: Mapping[str, object]) -> None:
         self.script = Script(calibrator=calibrator)
         self.stages = _scripted_stages.start(self.script)
         address = f"127.0.0.1:{self.stages.port}"
@@ -37,7 +38,7 @@ class _Gateway:
             server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
             database_url=url,
             confidence={**self.script.confidence_settings, "alpha": 0.05},
-            audit=audit,
+            audit=dict(audit),
             gateway={
                 "discovery": "grpc",
                 "addresses": dict.fromkeys(

@@ -2,12 +2,12 @@
 
 - **KB**: 65 of the 77 intents (12 held out, seeded), five training phrasings each as
   entries (325 entries; an intent's five entries all answer its queries).
-- **Calibration traffic**: 540 other training queries of the KB's intents and 60
+- **Calibration traffic**: 450 other training queries of the KB's intents and 50
   out-of-scope SQuAD questions (10%).
-- **Live traffic before the shift**: 900 more training queries and 100 more SQuAD
+- **Live traffic before the shift**: 270 more training queries and 30 more SQuAD
   questions (10% out of scope) — like the calibration traffic.
-- **After the shift**: 1,950 held-out paraphrases (the test split) of the KB's intents
-  and 1,050 out-of-scope questions (35%): half from the 12 held-out banking intents
+- **After the shift**: 975 held-out paraphrases (the test split) of the KB's intents
+  and 525 out-of-scope questions (35%): half from the 12 held-out banking intents
   (they look in scope), half COVID-QA questions.
 """
 
@@ -73,10 +73,10 @@ def build_data(root: Path, *, seed: int = 0) -> LiveAuditData:
     pool = [pool[i] for i in rng.permutation(len(pool))]
     squad = _jsonl(root / "squad-v1.1-dev" / "dev_flat.jsonl")
     squad_questions = list(dict.fromkeys(row["question"] for row in squad))
-    squad_pick = [squad_questions[i] for i in rng.permutation(len(squad_questions))[:160]]
+    squad_pick = [squad_questions[i] for i in rng.permutation(len(squad_questions))[:80]]
     oos_squad = [{"query": q, "answers": [], "kind": "squad"} for q in squad_pick]
-    calibration = pool[:540] + oos_squad[:60]
-    before = pool[540:1440] + oos_squad[60:160]
+    calibration = pool[:450] + oos_squad[:50]
+    before = pool[450:720] + oos_squad[50:80]
     in_test = [
         {"query": row["query"], "answers": answers[row["intent"]], "kind": "in_scope"}
         for row in test
@@ -90,11 +90,11 @@ def build_data(root: Path, *, seed: int = 0) -> LiveAuditData:
     covid = _jsonl(root / "covid-qa" / "covidqa_200423_flat.jsonl")
     covid_questions = list(dict.fromkeys(row["question"] for row in covid))
     after = (
-        [in_test[i] for i in rng.permutation(len(in_test))[:1950]]
-        + [held_queries[i] for i in rng.permutation(len(held_queries))[:525]]
+        [in_test[i] for i in rng.permutation(len(in_test))[:975]]
+        + [held_queries[i] for i in rng.permutation(len(held_queries))[:263]]
         + [
             {"query": q, "answers": [], "kind": "covid"}
-            for q in (covid_questions[i] for i in rng.permutation(len(covid_questions))[:525])
+            for q in (covid_questions[i] for i in rng.permutation(len(covid_questions))[:262])
         ]
     )
 

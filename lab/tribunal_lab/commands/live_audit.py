@@ -35,6 +35,7 @@ from ._live_audit_replay import Replay, write_report
 __all__ = ["register"]
 
 COLLECTION = "banking77"
+_CHUNK = 100
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -67,21 +68,36 @@ def _digest(rows: list[dict[str, Any]]) -> str:
 
 
 def _observe_all(settings: Any, work: Path, queries: list[dict[str, Any]]) -> Any:
-    """Every query through retrieval + matching once; cached by the queries' digest."""
+    """Every query through retrieval + matching once, in chunks cached by their digest
+    (a killed run resumes at its first missing chunk)."""
     from tribunal.commands.calibrate import _observe, _read_signals, _write_signals
     from tribunal.confidence import read_traffic
 
+    observed: list[Any] = []
+    bindings = set()
+    started = time.perf_counter()
+    for first in range(0, len(queries), _CHUNK):
+        chunk = queries[first : first + _CHUNK]
+        path = work / "traffic" / f"{_digest(chunk)}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(q, sort_keys=True) + "\n" for q in chunk))
+        traffic = read_traffic(path)
+        signals = path.with_suffix(".signals.jsonl")
+        if signals.is_file():
+            part, binding = _read_signals(signals, traffic)
+        else:
+            part, binding = _observe(settings, COLLECTION, traffic)
+            _write_signals(signals, traffic, part, binding)
+        observed.extend(part)
+        bindings.add(json.dumps(binding.to_dict(), sort_keys=True))
+        done = first + len(chunk)
+        rate = done / max(time.perf_counter() - started, 1e-9)
+        print(f"observed {done}/{len(queries)} queries ({rate:.1f}/s incl. cached)", flush=True)
+    if len(bindings) != 1:
+        raise SystemExit("the KB or matcher changed between chunks: clear the cache and rerun")
     path = work / "all-traffic.jsonl"
     path.write_text("".join(json.dumps(q, sort_keys=True) + "\n" for q in queries))
-    traffic = read_traffic(path)
-    signals = work / f"signals-{_digest(queries)}.jsonl"
-    if signals.is_file():
-        return traffic, *_read_signals(signals, traffic)
-    started = time.perf_counter()
-    observed, binding = _observe(settings, COLLECTION, traffic)
-    print(f"{len(queries)} queries observed in {time.perf_counter() - started:.0f} s")
-    _write_signals(signals, traffic, observed, binding)
-    return traffic, observed, binding
+    return read_traffic(path), observed, binding
 
 
 def _ingest(work: Path, kb: list[dict[str, Any]]) -> None:

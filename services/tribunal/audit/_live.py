@@ -147,7 +147,7 @@ def live_bound(
             continue
         if pending:
             continue  # past the first answer still waiting: not in the stream yet
-        minimum = min(minimum, float(draw.get("min_p", draw["p"])))
+        minimum = min(minimum, float(draw.get("min_p") or draw["p"]))
         inclusion.append(float(draw["p"]))
         sampled = bool(draw.get("sampled"))
         audited.append(sampled)

@@ -23,7 +23,8 @@ class AuditSettings(Section):
     ``{"0.9": 0.2}``: answers under confidence 0.9 audited at 20%, the rest at
     ``accept_share``). Keys are numbers in (0, 1]; each share in (0, 1]."""
     fallback_share: float = Field(0.0, ge=0.0, le=1.0)
-    """Share of FALLBACKs with a candidate sent to review (which candidate answers, if any)."""
+    """Share of FALLBACKs with a candidate sent to review (does the best candidate, the entry
+    that would have been served, answer the query?)."""
     seed: int = Field(0, ge=0)
     """Seed of the audit coin (hashed with the decision's id: reproducible, independent of
     whether the answer is right)."""
@@ -37,7 +38,7 @@ class AuditSettings(Section):
     """The live bound holds at every time at once with probability >= 1 - delta."""
     safe_mode: Literal["fallback", "escalate", "stricter"] = "fallback"
     """What a collection does once the live bound's lower end rises above alpha:
-    ``fallback`` on everything, ``escalate`` every candidate answer to humans, or
+    ``fallback`` on everything, ``escalate`` to humans what would have been answered, or
     ``stricter``: accept only at the artifact's threshold for ``safe_alpha``."""
     safe_alpha: float | None = Field(None, gt=0.0, lt=1.0)
     """``stricter`` safe mode: the lower alpha whose certified threshold is served."""
