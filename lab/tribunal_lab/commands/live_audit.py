@@ -73,9 +73,14 @@ def _observe_all(settings: Any, work: Path, queries: list[dict[str, Any]]) -> An
     from tribunal.commands.calibrate import _observe, _read_signals, _write_signals
     from tribunal.confidence import read_traffic
 
+    from tribunal.core import load_settings
+    from tribunal.deploy import STAGES
+    from tribunal.gateway._wiring import serve_stages
+
     observed: list[Any] = []
     bindings = set()
     started = time.perf_counter()
+    host = None
     for first in range(0, len(queries), _CHUNK):
         chunk = queries[first : first + _CHUNK]
         path = work / "traffic" / f"{_digest(chunk)}.jsonl"
@@ -86,13 +91,30 @@ def _observe_all(settings: Any, work: Path, queries: list[dict[str, Any]]) -> An
         if signals.is_file():
             part, binding = _read_signals(signals, traffic)
         else:
-            part, binding = _observe(settings, COLLECTION, traffic)
+            if host is None:
+                # The stages load once; each chunk reaches them over loopback gRPC.
+                transport, host = serve_stages(settings, ("retrieval", "ensemble"), name="lab")
+                token = transport._token  # the loopback credential serve_stages made
+                transport.close()
+                address = f"127.0.0.1:{host.port}"
+                served = load_settings(
+                    settings.profile,
+                    gateway={
+                        "discovery": "grpc",
+                        # Only retrieval and the matcher are called; the rest must be named.
+                        "addresses": dict.fromkeys(STAGES, address),
+                        "stage_token": token,
+                    },
+                )
+            part, binding = _observe(served, COLLECTION, traffic)
             _write_signals(signals, traffic, part, binding)
         observed.extend(part)
         bindings.add(json.dumps(binding.to_dict(), sort_keys=True))
         done = first + len(chunk)
         rate = done / max(time.perf_counter() - started, 1e-9)
         print(f"observed {done}/{len(queries)} queries ({rate:.1f}/s incl. cached)", flush=True)
+    if host is not None:
+        host.stop(0)
     if len(bindings) != 1:
         raise SystemExit("the KB or matcher changed between chunks: clear the cache and rerun")
     path = work / "all-traffic.jsonl"

@@ -18,11 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MIN_SAMPLE", "SHIFT_SIGNALS", "ShiftResult", "shift_test"]
+__all__ = ["MIN_LIVE", "MIN_SAMPLE", "SHIFT_SIGNALS", "ShiftResult", "shift_test"]
 
 SHIFT_SIGNALS: tuple[str, ...] = ("confidence", "top1_similarity")
 MIN_SAMPLE = 20
-"""Fewer values than this on either side: that signal is not tested."""
+"""Fewer reference values than this: that signal is not tested."""
+MIN_LIVE = 100
+"""Fewer live values than this: not tested (a few dozen answers swing too much to warn on:
+the test is repeated after every review)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ def shift_test(
     tested = [
         name
         for name in SHIFT_SIGNALS
-        if len(reference.get(name, ())) >= MIN_SAMPLE and len(live.get(name, ())) >= MIN_SAMPLE
+        if len(reference.get(name, ())) >= MIN_SAMPLE and len(live.get(name, ())) >= MIN_LIVE
     ]
     p_values: dict[str, float] = {}
     statistics: dict[str, float] = {}

@@ -44,8 +44,9 @@ class AuditSettings(Section):
     """``stricter`` safe mode: the lower alpha whose certified threshold is served."""
     shift_window: int = Field(500, ge=20, le=1_000_000)
     """Latest answer decisions compared with the calibration traffic's reference sample."""
-    shift_level: float = Field(0.01, gt=0.0, lt=1.0)
-    """Family-wise level of the shift test (Bonferroni over the signals compared)."""
+    shift_level: float = Field(0.001, gt=0.0, lt=1.0)
+    """Level of the shift test (Bonferroni over the signals compared); it is repeated after
+    every review, so it is kept small."""
 
     @model_validator(mode="after")
     def _check(self) -> AuditSettings:
