@@ -82,3 +82,15 @@ def test_stats_report_the_live_bound_and_the_safe_mode(
     assert live["mode"] == "fallback"
     assert "tribunal calibrate --collection faq --from-audit" in live["note"]
     assert live["shift"] is None  # this artifact keeps no reference sample
+
+
+def test_calibrate_takes_one_source_of_traffic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    assert main(["calibrate", "--collection", "faq", "--database-url", url]) != 0
+    assert "exactly one of --traffic FILE and --from-audit" in capsys.readouterr().err
+    # Nothing reviewed yet: the message says what the audits need.
+    code = main(["calibrate", "--collection", "faq", "--from-audit", "--database-url", url])
+    assert code != 0
+    assert "no reviewed audit items for collection 'faq'" in capsys.readouterr().err

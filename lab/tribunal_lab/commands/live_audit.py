@@ -72,7 +72,6 @@ def _observe_all(settings: Any, work: Path, queries: list[dict[str, Any]]) -> An
     (a killed run resumes at its first missing chunk)."""
     from tribunal.commands.calibrate import _observe, _read_signals, _write_signals
     from tribunal.confidence import read_traffic
-
     from tribunal.core import load_settings
     from tribunal.deploy import STAGES
     from tribunal.gateway._wiring import serve_stages
