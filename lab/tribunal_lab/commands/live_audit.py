@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument(
         "--recertify-after",
         type=int,
-        default=400,
+        default=200,
         help="reviewed audit items since the shift warning (or the trip) before "
         "re-certifying on them",
     )
