@@ -11,7 +11,7 @@ from tribunal.audit import AUDIT_REASON
 from tribunal.cli import main
 from tribunal.confidence import CalibratorArtifact
 from tribunal.core.storage import Database, DecisionRecord, EscalationRecord
-from tribunal.jobs._review import ReviewQueue
+from tribunal.jobs import ReviewQueue
 
 from tests.integration.test_audit_drift import _artifact
 

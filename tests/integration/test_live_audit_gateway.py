@@ -19,7 +19,7 @@ from tribunal.audit import AUDIT_REASON, StateStore, refresh_after_review
 from tribunal.core import load_settings
 from tribunal.core.storage import Database
 from tribunal.gateway.servicer import build_host
-from tribunal.jobs._review import ReviewQueue
+from tribunal.jobs import ReviewQueue
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
 
 from tests.integration import _scripted_stages

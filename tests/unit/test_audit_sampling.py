@@ -22,7 +22,7 @@ from tribunal.audit import (
 )
 from tribunal.core.settings import AuditSettings
 from tribunal.core.storage import Database, DecisionRecord, EscalationRecord
-from tribunal.jobs._review import ReviewQueue
+from tribunal.jobs import ReviewQueue
 
 DAY = dt.datetime(2026, 12, 2, 9, tzinfo=dt.UTC)
 

@@ -46,7 +46,7 @@ class Replay:
         from tribunal.core.settings import AuditSettings
         from tribunal.core.storage import Database
         from tribunal.gateway._live_audit import LiveAudit
-        from tribunal.jobs._review import ReviewQueue
+        from tribunal.jobs import ReviewQueue
 
         path = Path(database_url.removeprefix("sqlite:///"))
         for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Boolean, String, column, select, table
 
 from ..core import TribunalError
 from ..core.settings import AuditSettings, Settings
@@ -40,6 +40,15 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# The review page's votes (the jobs package owns the table; named here, not imported: the
+# jobs package imports the gateway, which imports this package).
+_VOTES = table(
+    "review_votes",
+    column("item_key", String),
+    column("label", String),
+    column("is_attention", Boolean),
+)
 
 
 @dataclass(frozen=True)
@@ -63,19 +72,15 @@ class AuditVerdict:
 
 def audit_verdicts(db: Database, *, votes_per_item: int = 1) -> dict[str, AuditVerdict]:
     """Every audit item by the audit id of its decision."""
-    # Imported here: the jobs package imports the gateway, which imports this package.
-    from ..jobs._review import _prepare
-    from ..jobs._review_tables import ReviewVoteRow
-
-    _prepare(db)
+    db.create_schema()
     with db.session() as session:
         items = session.scalars(
             select(EscalationRow).where(EscalationRow.reason == AUDIT_REASON)
         ).all()
         votes = session.execute(
-            select(ReviewVoteRow.item_key, ReviewVoteRow.label).where(
-                ReviewVoteRow.is_attention.is_(False),
-                ReviewVoteRow.item_key.in_([item.id for item in items]),
+            select(_VOTES.c.item_key, _VOTES.c.label).where(
+                _VOTES.c.is_attention.is_(False),
+                _VOTES.c.item_key.in_([item.id for item in items]),
             )
         ).all()
         tally: dict[str, list[str]] = {}
