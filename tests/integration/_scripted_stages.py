@@ -61,15 +61,17 @@ CHECKER_VERSION = checker_version(load_settings("tiny"))
 PLAIN_THRESHOLD = 0.5
 
 
-def identity_calibrator(path: Path) -> Path:
-    """A temperature calibrator with T = 1 on P(match): confidence = P(match)."""
+def identity_calibrator(path: Path, note: str = "") -> Path:
+    """A temperature calibrator with T = 1 on P(match): confidence = P(match). ``note``
+    goes into its config: another note, another artifact version."""
     calibrator = TemperatureCalibrator(score="ensemble_p_match")
     calibrator.space_ = FeatureSpace(("ensemble_p_match",), (0.5,), ("strong",), ())
     calibrator.temperature_ = 1.0
     artifact = CalibratorArtifact(
         calibrator=calibrator,
         thresholds=(),
-        config={"calibrator": "temperature", "fitted": "by hand: T = 1"},
+        config={"calibrator": "temperature", "fitted": "by hand: T = 1"}
+        | ({"note": note} if note else {}),
         training_data={"source": "none", "rows": 0},
     )
     return artifact.save(path)

@@ -17,6 +17,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, func, select, text
+from tribunal.audit import LiveStateRow  # noqa: F401  (its table joins Base.metadata)
 from tribunal.core import UnavailableError
 from tribunal.core.storage import Base, Database, DecisionRecord, EscalationRecord, EscalationRow
 from tribunal.core.storage._database import normalise_url

@@ -44,7 +44,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         '"answers": [ids of every entry that answers it; empty when none does]}.',
     )
     parser.add_argument("--collection", required=True, help="the KB collection the traffic asks")
-    parser.add_argument("--traffic", type=Path, required=True, help="labelled queries (JSONL)")
+    parser.add_argument(
+        "--traffic", type=Path, default=None, help="labelled queries (JSONL; or --from-audit)"
+    )
+    parser.add_argument(
+        "--from-audit",
+        action="store_true",
+        help="re-certify on the collection's reviewed live audits instead of --traffic "
+        "(thinned to a uniform sample; the new artifact ends a safe mode)",
+    )
+    parser.add_argument(
+        "--database-url", default=None, help="--from-audit: default settings.database_url"
+    )
+    parser.add_argument(
+        "--audit-since",
+        default=None,
+        help="--from-audit: only items audited since (30m, 2h, 7d or ISO time), e.g. since "
+        "the shift warning",
+    )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
     parser.add_argument(
         "--classes",
@@ -391,7 +408,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.profile)
     config = calibration_config(args, settings)
-    traffic = read_traffic(args.traffic)
+    traffic = read_traffic(_traffic_path(args, settings))
     if args.classes is not None:
         traffic = _with_classes(traffic, args.classes)
     settings, traffic = _tuned_part(settings, args.collection, traffic)
@@ -440,6 +457,34 @@ def _tuned_part(settings: Settings, collection: str, traffic: Traffic) -> tuple[
     )
     ensemble = settings.ensemble.model_copy(update={"tuned_matcher": directory})
     return settings.model_copy(update={"ensemble": ensemble}), kept
+
+
+def _traffic_path(args: argparse.Namespace, settings: Settings) -> Path:
+    """``--traffic``, or the reviewed live audits written as traffic (``--from-audit``)."""
+    if args.from_audit == (args.traffic is not None):
+        raise InvalidArgumentError(
+            "give exactly one of --traffic FILE and --from-audit", field="traffic"
+        )
+    if args.traffic is not None:
+        return Path(args.traffic)
+    from ..audit import audit_traffic, write_audit_traffic
+    from ..core.storage import Database
+    from .audit import parse_since
+
+    rows, counts = audit_traffic(
+        Database(args.database_url or settings.database_url),
+        collection=args.collection,
+        votes_per_item=settings.audit.votes_per_item,
+        seed=args.seed,
+        since=parse_since(args.audit_since) if args.audit_since else None,
+    )
+    report_dir = args.report or Path(".build/calibrate") / args.collection
+    path = write_audit_traffic(rows, report_dir / "audit-traffic.jsonl")
+    print(
+        f"{counts['reviewed']} reviewed audit items, {counts['kept']} kept after thinning to "
+        f"one inclusion probability ({counts['answerable']} answerable): {path}"
+    )
+    return path
 
 
 def _writable_default(settings: Settings, resolved: Path) -> Path:

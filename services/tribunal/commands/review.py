@@ -16,6 +16,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..core import InvalidArgumentError, load_settings
 from ..core.storage import Database
@@ -117,6 +118,7 @@ def _serve(args: argparse.Namespace) -> int:
         attention_rate=args.attention_rate if attention else 0.0,
         seed=args.seed,
         job=args.job,
+        on_vote=_live_audit_hook(args, _database(args)),
     )
     annotators = AnnotatorRegistry(queue.db)
     if not any(not entry["revoked"] for entry in annotators.names()):
@@ -143,6 +145,19 @@ def _serve(args: argparse.Namespace) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     return 0
+
+
+def _live_audit_hook(args: argparse.Namespace, db: Any) -> Any:
+    """After a vote on a live-audit item: recompute its collection's live bound (and enter
+    the safe mode when the bound shows a violation)."""
+    settings = load_settings(args.profile)
+
+    def refresh(item_id: str) -> None:
+        from ..audit import refresh_after_review
+
+        refresh_after_review(db, settings, item_id)
+
+    return refresh
 
 
 def _stats(args: argparse.Namespace) -> int:

@@ -184,6 +184,28 @@ def _curve(confidence: NDArray[np.float64], right: NDArray[np.int64]) -> dict[st
     }
 
 
+def _reference(
+    calibrator: Calibrator,
+    observed: Sequence[Sequence[ObservedCandidate]],
+    rows: NDArray[np.int64],
+) -> dict[str, list[float]]:
+    """The live shift test's baseline, on the queries the calibrator was not fitted on:
+    per query with candidates, the served (best) confidence and the top-1 similarity
+    (the highest dense cosine among its candidates) — what the gateway audits."""
+    confidence: list[float] = []
+    similarity: list[float] = []
+    for row in sorted(int(r) for r in rows):
+        candidates = observed[row]
+        if not candidates:
+            continue
+        scores = calibrator.predict([c.signals for c in candidates])
+        confidence.append(round(float(np.max(scores)), 6))
+        dense = [c.signals.dense_score for c in candidates if c.signals.dense_score is not None]
+        if dense:
+            similarity.append(round(float(max(dense)), 6))
+    return {"confidence": confidence, "top1_similarity": similarity}
+
+
 @dataclass(frozen=True)
 class CalibrationResult:
     """The artifact and what the held-out queries say about it."""
@@ -270,6 +292,7 @@ def calibrate(
     }
     extra: dict[str, Any] = {} if created is None else {"created": created}
     artifact = CalibratorArtifact(
+        reference=_reference(calibrator, observed, np.concatenate([split.risk, split.holdout])),
         calibrator=calibrator,
         thresholds=thresholds,
         config=config.to_dict(),

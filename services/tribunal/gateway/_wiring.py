@@ -38,6 +38,7 @@ from ._answer import AnswerPipeline
 from ._checks import AnswerPolicy
 from ._grpc_transport import GrpcTransport, TokenFile
 from ._label import LabelPipeline
+from ._live_audit import LiveAudit
 from ._local_transport import LocalTransport
 from ._stages import StageTransport
 
@@ -79,6 +80,7 @@ def build_pipelines(
         store=store,
         policy=AnswerPolicy.from_settings(settings),
         max_id_chars=settings.server.max_id_chars,
+        audit=LiveAudit(settings.audit, store) if store is not None else None,
     )
     return answer, LabelPipeline(settings.gateway, transport, store=store)
 

@@ -34,7 +34,7 @@ import random
 import re
 import threading
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -358,6 +358,7 @@ class ReviewQueue:
         attention_rate: float = 0.2,
         seed: int = 0,
         job: str | None = None,
+        on_vote: Callable[[str], None] | None = None,
     ) -> None:
         if votes_per_item < 1:
             raise InvalidArgumentError("--votes-per-item must be >= 1", field="votes_per_item")
@@ -371,6 +372,9 @@ class ReviewQueue:
         self.attention_rate = attention_rate
         self.seed = seed
         self.job = job
+        self.on_vote = on_vote
+        """Called with the item's id after each stored vote on a real item (the live audit
+        monitor recomputes its bound there)."""
         self._attention_by_token = {_attention_token(item): item for item in self.attention}
         # One review server is one process: this lock makes "check the item is still
         # open, then insert" atomic on SQLite; PostgreSQL also locks the escalation row.
@@ -504,6 +508,8 @@ class ReviewQueue:
             labelled = session.scalar(
                 select(func.count()).where(ReviewVoteRow.annotator == annotator)
             )
+        if stored and check is None and self.on_vote is not None:
+            self.on_vote(key)
         return VoteResult(
             stored=stored,
             label=label if stored else str(existing),

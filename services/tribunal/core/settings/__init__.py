@@ -6,6 +6,7 @@ composes them. :func:`load_settings` reads a profile and the environment, and
 :func:`settings_reference` renders ``docs/settings.md`` from the fields' docstrings.
 """
 
+from ._audit import AuditSettings
 from ._choices import (
     AGGREGATOR_NAMES,
     CALIBRATOR_KINDS,
@@ -39,6 +40,7 @@ __all__ = [
     "PLAN_CALIBRATOR_KINDS",
     "RISK_METHOD_NAMES",
     "AggregatorName",
+    "AuditSettings",
     "CalibratorKind",
     "ConfidenceSettings",
     "DebateSettings",

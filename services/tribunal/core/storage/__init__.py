@@ -5,9 +5,10 @@ audit_id = db.append_decision(DecisionRecord(kind="answer", query=q, decision="A
 """
 
 from ._database import Database, DecisionRecord, EscalationRecord
-from ._tables import Base, EscalationRow, KbChangeRow
+from ._tables import AuditDecisionRow, Base, EscalationRow, KbChangeRow
 
 __all__ = [
+    "AuditDecisionRow",
     "Base",
     "Database",
     "DecisionRecord",
