@@ -22,7 +22,7 @@ from ._errors import (
     UnavailableError,
 )
 from ._loading import MODEL_LOAD_LOCK, load_embedder, model_path, resolve_device
-from ._logging import JsonFormatter, configure_logging
+from ._logging import JsonFormatter, configure_logging, quiet_third_party
 from ._text import pack_sentences, split_sentences, split_text
 from .settings import (
     ConfidenceSettings,
@@ -79,6 +79,7 @@ __all__ = [
     "load_settings",
     "model_path",
     "pack_sentences",
+    "quiet_third_party",
     "request_scope",
     "resolve_device",
     "resolve_profile_path",

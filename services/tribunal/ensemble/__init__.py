@@ -33,7 +33,13 @@ from ._feature_artifact import (
     MatchFeaturesArtifact,
     features_path,
 )
-from ._feature_matcher import FeatureMatcher, Matcher, load_matcher, precompute_entry_vectors
+from ._feature_matcher import (
+    FeatureMatcher,
+    Matcher,
+    load_matcher,
+    matcher_model_keys,
+    precompute_entry_vectors,
+)
 from ._judges import (
     Judge,
     JudgePanel,
@@ -114,6 +120,7 @@ __all__ = [
     "load_matching_data",
     "make_aggregators",
     "match_feature_values",
+    "matcher_model_keys",
     "matching_metrics",
     "precompute_entry_vectors",
     "read_items",

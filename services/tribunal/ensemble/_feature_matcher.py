@@ -22,7 +22,13 @@ if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
     from ..retrieval import CachingEmbedder, Embedder, KbEntry, VectorStore
 
-__all__ = ["FeatureMatcher", "Matcher", "load_matcher", "precompute_entry_vectors"]
+__all__ = [
+    "FeatureMatcher",
+    "Matcher",
+    "load_matcher",
+    "matcher_model_keys",
+    "precompute_entry_vectors",
+]
 
 
 class Matcher(Protocol):
@@ -172,6 +178,19 @@ def precompute_entry_vectors(
         return len(new)
     finally:
         store.close()
+
+
+def matcher_model_keys(settings: Settings) -> tuple[str, ...]:
+    """The profile's models :func:`load_matcher` loads: the feature matcher's embedder
+    (named by its artifact), or every judge's LLM and the embedder role."""
+    if settings.ensemble.matcher == "features":
+        return (MatchFeaturesArtifact.load(features_path(settings)).embedder.model_key,)
+    from ._judges import judge_specs
+
+    keys = dict.fromkeys(spec.model_key for spec in judge_specs(settings))
+    if settings.roles is not None:
+        keys[settings.roles.embedder] = None
+    return tuple(keys)
 
 
 def load_matcher(settings: Settings) -> Matcher:

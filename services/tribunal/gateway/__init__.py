@@ -9,7 +9,7 @@ the append-only audit store. Stages are reached in-process, over gRPC or through
 Ray Serve handles (:class:`StageTransport`), with the same pipeline code.
 """
 
-from ._answer import AnswerPipeline
+from ._answer import ANSWER_STAGES, AnswerPipeline
 from ._label import LabelPipeline
 from ._label_modes import LABEL_MODE_STAGES, LabelMode, label_stages
 from ._stages import (
@@ -23,6 +23,7 @@ from ._stages import (
 from ._trace import RequestTrace
 
 __all__ = [
+    "ANSWER_STAGES",
     "LABEL_MODE_STAGES",
     "AnswerPipeline",
     "Deadline",

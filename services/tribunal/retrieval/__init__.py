@@ -34,7 +34,7 @@ from ._ingest import (
     entry_to_record,
     read_entries,
 )
-from ._knowledge_base import KnowledgeBase, VerifyReport
+from ._knowledge_base import KnowledgeBase, VerifyReport, stored_content_version
 from ._rerank import (
     CrossEncoderReranker,
     LazyReranker,
@@ -132,4 +132,5 @@ __all__ = [
     "shared_profile_embedder",
     "split_claims",
     "split_sentences",
+    "stored_content_version",
 ]
