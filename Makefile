@@ -23,20 +23,21 @@ help: ## list the targets
 # Two install sets, each with its own stamp, so neither reinstalls what the other did:
 # the runtime (what `make demo` runs: Tribunal and FAISS for the CPU, no compiler, no
 # dev tools), and on top of it the dev set (`make install`, `make test`): every extra
-# (llamacpp, review, k8s, analysis), the lab and the test and lint tools.
+# (llamacpp, review, k8s, analysis), the lab and the test and lint tools. --no-compile:
+# Python compiles what it imports when it first imports it, not all of torch and Ray now.
 $(BIN)/.installed-runtime: pyproject.toml
 	@echo "== [install] .venv with Tribunal's runtime and FAISS for the CPU"
 	@started=$$(date +%s); \
 	  $(PYTHON) -m venv $(VENV) && \
 	  $(BIN)/pip install --quiet --upgrade pip && \
-	  $(BIN)/pip install --progress-bar off -e '.[cpu]' && \
+	  $(BIN)/pip install --progress-bar off --no-compile -e '.[cpu]' && \
 	  echo "== [install] runtime done in $$(( $$(date +%s) - started )) s"
 	touch $@
 
 $(BIN)/.installed-dev: $(BIN)/.installed-runtime pyproject.toml
 	@echo "== [install] the dev set: every extra, the lab, test and lint tools (llama.cpp compiles once)"
 	@started=$$(date +%s); \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off -e '.[dev]' && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off --no-compile -e '.[dev]' && \
 	  echo "== [install] dev set done in $$(( $$(date +%s) - started )) s"
 	touch $@
 
@@ -49,7 +50,7 @@ demo-models: $(BIN)/.installed-runtime
 	$(BIN)/tribunal models install --profile $(PROFILE)
 
 llm: $(BIN)/.installed-runtime ## the LLM stages' extras: llama.cpp backend (compiled) and the LLM weights
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off -e '.[llamacpp]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off --no-compile -e '.[llamacpp]'
 	$(BIN)/tribunal models install --profile $(PROFILE) --with-llms
 
 demo: demo-models ## the main job: install the runtime and the models it uses, build the COVID FAQ KB, answer

@@ -64,13 +64,13 @@ def _dry_run(target: str, tmp_path: Path) -> str:
 
 def test_make_demo_installs_the_runtime_only_and_make_test_needs_no_sudo(tmp_path: Path) -> None:
     demo = _dry_run("demo", tmp_path)
-    assert "pip install --progress-bar off -e '.[cpu]'" in demo
+    assert "pip install --progress-bar off --no-compile -e '.[cpu]'" in demo
     assert ".[dev]" not in demo
     assert "CMAKE_ARGS" not in demo  # no llama.cpp build
     assert "tribunal models install --profile tiny\n" in demo  # no --with-llms
     assert "tribunal demo --profile tiny --data ../shared/data/covid-qa" in demo
     test = _dry_run("test", tmp_path)
-    assert "pip install --progress-bar off -e '.[dev]'" in test
+    assert "pip install --progress-bar off --no-compile -e '.[dev]'" in test
     assert "models install --profile tiny --with-llms" in test
     assert "sudo" not in test
     assert "apt-get" not in test
