@@ -66,9 +66,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=8, help="FAQ answers embedded per run")
     parser.add_argument("--rounds", type=int, default=2, help="runs per configuration")
-    parser.add_argument(
-        "--faq", type=Path, default=Path("../shared/data/covid-qa/faq_kb_en.jsonl")
-    )
+    parser.add_argument("--faq", type=Path, default=Path("../shared/data/covid-qa/faq_kb_en.jsonl"))
     parser.add_argument("--out", type=Path, default=Path(".build/bench/omp_wait.json"))
     args = parser.parse_args()
 
