@@ -159,18 +159,26 @@ def _faq_entries(settings: Settings, folder: Path) -> list[Any]:
 
 
 def _ingest(
-    settings: Settings, folder: Path, collection: str, *, match_vectors: bool = True
+    settings: Settings,
+    folder: Path,
+    collection: str,
+    *,
+    match_vectors: bool = True,
+    progress: bool = False,
 ) -> int:
     """The FAQ into ``collection`` under the ``self_evidenced`` policy, and (``match_vectors``)
-    the feature matcher's vectors of its entries; its size. No entailment checker loads:
-    the entries' chunks are cut from their answers."""
+    the feature matcher's vectors of its entries; its size (``progress``: a bar, rate and
+    ETA, while the entries are embedded). No entailment checker loads: the entries'
+    chunks are cut from their answers."""
     from ..ensemble import precompute_entry_vectors
     from ..retrieval import KnowledgeBase
 
     entries = _faq_entries(settings, folder)
     kb = KnowledgeBase.from_settings(settings)
     try:
-        total = kb.upsert(collection, entries, create=True, self_evidenced=True).total_entries
+        total = kb.upsert(
+            collection, entries, create=True, self_evidenced=True, progress=progress
+        ).total_entries
     finally:
         kb.close()
     if match_vectors:  # the feature matcher's vectors of every entry: no question waits
@@ -239,7 +247,7 @@ def _demo(args: argparse.Namespace) -> int:
         f"ingest the COVID FAQ ({args.data / 'faq_kb_en.jsonl'}) into collection "
         f"{args.collection!r}: the retrieval embedder embeds each entry once"
     ):
-        total = _ingest(settings, args.data, args.collection, match_vectors=False)
+        total = _ingest(settings, args.data, args.collection, match_vectors=False, progress=True)
     print(
         f"    {total} FAQ entries, served under the collection's self_evidenced policy (the "
         "FAQ's answers are their own source: no entailment model runs)"
