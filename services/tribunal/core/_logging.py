@@ -80,7 +80,3 @@ def quiet_third_party() -> None:
 
         transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
         transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    if "huggingface_hub" in sys.modules:
-        from huggingface_hub import utils as hub_utils
-
-        hub_utils.disable_progress_bars()  # type: ignore[attr-defined]
