@@ -8,7 +8,9 @@ runtime). Generated protobuf stubs live in :mod:`tribunal.v1`.
 
 import os
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+]
 
 __version__ = "0.1.0"
 

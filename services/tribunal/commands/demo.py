@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core import NotFoundError, Settings, load_settings
+from ..core import NotFoundError, Settings, jsonl_rows, load_settings
 from ..core.server import ServiceHost
 
 __all__ = ["register"]
@@ -120,7 +120,7 @@ def _answer_classes() -> Any:
 
 def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | None]]:
     """(query, id of the FAQ entry it paraphrases) for a seeded sample, then out-of-scope ones."""
-    from ..retrieval import entry_from_record
+    from ..kb import entry_from_record
 
     source = folder / "question_similarity_en.jsonl"
     if not source.is_file():
@@ -129,7 +129,7 @@ def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | Non
             "question_similarity_en.jsonl), by default from ../shared/data/covid-qa beside "
             "the clone; pass --data DIR (make demo DATA=DIR)"
         )
-    rows = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+    rows = [row.value for row in jsonl_rows(source, field="data")]
     paraphrases = [r for r in rows if int(r["label"]) == 1]
     picked = random.Random(seed).sample(paraphrases, min(count, len(paraphrases)))
     asked: list[tuple[str, str | None]] = []
@@ -146,7 +146,7 @@ def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | Non
 
 def _faq_entries(settings: Settings, folder: Path) -> list[Any]:
     """The FAQ's entries (``faq_kb_en.jsonl``), duplicates dropped."""
-    from ..retrieval import deduplicate, read_entries
+    from ..kb import deduplicate, read_entries
 
     entries, _ = deduplicate(
         read_entries(
