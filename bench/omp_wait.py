@@ -34,8 +34,8 @@ import torch
 torch.set_num_threads(int(sys.argv[1]))
 from pathlib import Path
 from tribunal.core import load_settings
-from tribunal.retrieval import load_profile_embedder
-from tribunal.retrieval import read_entries
+from tribunal.embedding import load_profile_embedder
+from tribunal.kb import read_entries
 texts = [e.answer for e in read_entries(Path(sys.argv[2]), record_format="faq",
          max_chars=10_000, limit=int(sys.argv[3]))]
 embedder = load_profile_embedder(load_settings("tiny"), "embedder_large")

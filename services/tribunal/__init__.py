@@ -16,9 +16,9 @@ __version__ = "0.1.0"
 
 # Threads of torch's OpenMP pool wait for each other at every operation. By default they
 # spin while waiting; on a machine whose cores other processes also use, a spinning thread
-# holds a core the thread it waits for needs: an MPNet pass over 8 passages ran 5.6x slower
-# with two spinning threads than with two that sleep (bench/omp_wait.py). OpenMP reads the
-# policy once, when torch loads it: set here, before any Tribunal module imports torch,
-# unless the user chose one.
+# holds a core the thread it waits for needs, and embedder passes run several times slower
+# than with threads that sleep (bench/omp_wait.py measures it side by side). OpenMP reads
+# the policy once, when torch loads it: set here, before any Tribunal module imports
+# torch, unless the user chose one.
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"

@@ -22,7 +22,8 @@ from tribunal.core.llm import _factory
 from tribunal.gateway import ANSWER_STAGES
 from tribunal.gateway._local_transport import LocalTransport
 from tribunal.gateway._wiring import connect_stages
-from tribunal.retrieval import KnowledgeBase, read_entries
+from tribunal.kb import deduplicate, read_entries
+from tribunal.retrieval import KnowledgeBase
 from tribunal.retrieval._checkers import LazyChecker
 from tribunal.v1 import debate_pb2, entailment_pb2
 
@@ -43,9 +44,14 @@ def test_a_self_evidenced_ingest_loads_no_checker(tmp_path: Path) -> None:
     engines = set(_factory._shared)
     kb = KnowledgeBase.from_settings(settings)
     try:
-        result = kb.upsert("faq", _faq(12), create=True, self_evidenced=True)  # type: ignore[arg-type]
-        assert result.total_entries == 12
-        assert result.verdicts == {"no_evidence": 12}
+        # The whole FAQ: one answer's chunk lost the `")` its sentence ends with when split,
+        # and was taken for an outside document, which loaded the LLM checkers.
+        entries, _ = deduplicate(
+            read_entries(FAQ, record_format="faq", max_chars=settings.retrieval.chunk_size_chars)
+        )
+        result = kb.upsert("faq", entries, create=True, self_evidenced=True)  # type: ignore[arg-type]
+        assert result.total_entries == 210
+        assert result.verdicts == {"no_evidence": 210}
         checker = kb.checker
         assert isinstance(checker, LazyChecker)
         assert checker._checker is None  # never built
