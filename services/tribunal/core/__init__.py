@@ -22,7 +22,7 @@ from ._errors import (
 )
 from ._jsonl import JsonlRow, jsonl_rows, parse_jsonl
 from ._loading import MODEL_LOAD_LOCK, load_embedder, model_path, resolve_device
-from ._logging import configure_logging
+from ._logging import configure_logging, quiet_third_party
 from ._text import pack_sentences, split_sentences, split_text
 from ._threads import apply_thread_policy
 from .settings import (
@@ -68,6 +68,7 @@ __all__ = [
     "model_path",
     "pack_sentences",
     "parse_jsonl",
+    "quiet_third_party",
     "request_scope",
     "resolve_artifact",
     "resolve_device",

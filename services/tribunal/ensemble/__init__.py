@@ -23,6 +23,7 @@ from ._feature_artifact import FeatureEmbedder, MatchFeaturesArtifact, features_
 from ._feature_matcher import (
     FeatureMatcher,
     Matcher,
+    matcher_model_keys,
     precompute_entry_vectors,
     served_feature_matcher,
     tuned_matcher_dir,
@@ -53,6 +54,7 @@ __all__ = [
     "judgment_path",
     "load_matching_data",
     "match_feature_values",
+    "matcher_model_keys",
     "precompute_entry_vectors",
     "read_items",
     "read_judgments",

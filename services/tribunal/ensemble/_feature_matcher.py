@@ -28,6 +28,7 @@ __all__ = [
     "FeatureMatcher",
     "Matcher",
     "load_matcher",
+    "matcher_model_keys",
     "precompute_entry_vectors",
     "served_feature_matcher",
     "tuned_matcher_dir",
@@ -228,13 +229,27 @@ def precompute_entry_vectors(
         with tqdm(
             total=len(new), desc="match vectors", unit="text", disable=not (progress and new)
         ) as bar:
-            for start in range(0, len(new), 128):
-                block = new[start : start + 128]
+            # Blocks of 32: the bar's rate and ETA move every few seconds even on a busy CPU.
+            for start in range(0, len(new), 32):
+                block = new[start : start + 32]
                 store.put(block, embedder.embed(block))
                 bar.update(len(block))
         return len(new)
     finally:
         store.close()
+
+
+def matcher_model_keys(settings: Settings) -> tuple[str, ...]:
+    """The profile's models :func:`load_matcher` loads: the feature matcher's embedder
+    (named by its artifact), or every judge's LLM and the embedder role."""
+    if settings.ensemble.matcher == "features":
+        return (MatchFeaturesArtifact.load(features_path(settings)).embedder.model_key,)
+    from ._judges import judge_specs
+
+    keys = dict.fromkeys(spec.model_key for spec in judge_specs(settings))
+    if settings.roles is not None:
+        keys[settings.roles.embedder] = None
+    return tuple(keys)
 
 
 def load_matcher(settings: Settings) -> Matcher:

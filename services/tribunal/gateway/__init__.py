@@ -9,7 +9,7 @@ the append-only audit store. Stages are reached in-process, over gRPC or through
 Ray Serve handles (:class:`StageTransport`), with the same pipeline code.
 """
 
-from ._answer import AnswerPipeline
+from ._answer import ANSWER_STAGES, AnswerPipeline
 from ._checks import AnswerPolicy
 from ._label import LabelPipeline
 from ._label_modes import LabelMode, label_stages
@@ -18,6 +18,7 @@ from ._stages import StageError, StageTransport, call_stage
 from ._wiring import build_pipelines, connect_stages, open_audit_store, serve_stages
 
 __all__ = [
+    "ANSWER_STAGES",
     "AnswerPipeline",
     "AnswerPolicy",
     "LabelMode",

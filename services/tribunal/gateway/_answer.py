@@ -54,7 +54,11 @@ from ._metrics import record_decision
 from ._stages import Deadline, FailureKind, StageError, StageTransport, call_stage
 from ._trace import RequestTrace
 
-__all__ = ["AnswerPipeline", "CandidateSignals"]
+__all__ = ["ANSWER_STAGES", "AnswerPipeline", "CandidateSignals"]
+
+ANSWER_STAGES = ("retrieval", "ensemble", "confidence")
+"""The stages ``Answer`` calls: no entailment (evidence is checked when an entry is
+written) and no debate."""
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +113,15 @@ class AnswerPipeline:
         self.store = store
         self.policy = policy
         self.audit = audit
+        self._warned: set[str] = set()
+
+    def _warn_once(self, what: str, why: str) -> None:
+        """Log a configured state (the same for every request until an operator acts) once
+        per distinct reason, not once per request; every decision still records it."""
+        if why in self._warned or len(self._warned) >= 64:
+            return
+        self._warned.add(why)
+        log.warning(what, extra={"why": why})
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -183,7 +196,7 @@ class AnswerPipeline:
         except FailedPreconditionError as exc:
             # Calibrated on another KB version or matcher: nothing here is certified.
             _audit_signals(trace, candidates, signals, None)
-            log.warning("calibrator bound elsewhere", extra={"why": exc.message})
+            self._warn_once("calibrator bound elsewhere", exc.message)
             return self._fallback(
                 trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD, error=exc.message
             )

@@ -34,7 +34,7 @@ from ..core.server import (
 )
 from ..core.storage import Database
 from ..deploy import SERVICES, STAGES
-from ._answer import AnswerPipeline
+from ._answer import ANSWER_STAGES, AnswerPipeline
 from ._checks import AnswerPolicy
 from ._grpc_transport import GrpcTransport, TokenFile
 from ._label import LabelPipeline
@@ -225,4 +225,8 @@ def connect_stages(settings: Settings) -> tuple[StageTransport, ServiceHost | No
         from ._ray_transport import RayServeTransport
 
         return RayServeTransport(gateway.ray_apps), None
-    return LocalTransport(settings, STAGES, max_workers=_stage_slots(settings)), None
+    # Answer's stages load now (ready means answering); the others at their first call.
+    transport = LocalTransport(
+        settings, STAGES, max_workers=_stage_slots(settings), preload=ANSWER_STAGES
+    )
+    return transport, None

@@ -64,18 +64,21 @@ class KbEntry:
         return units
 
 
-_SPACE = re.compile(r"\s+")
+_NOT_WORD = re.compile(r"\W+")
 
 
-def _normalised(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().casefold()
+def _words(text: str) -> str:
+    """The text's words only: a sentence splitter may drop the quotes and brackets around
+    a sentence end (`?")` → `?`), and a chunk cut from an answer is still its own."""
+    return _NOT_WORD.sub(" ", text.casefold()).strip()
 
 
 def self_sourced(entry: KbEntry) -> bool:
     """True when the entry has no supporting documents: no chunk text at all, or only
     chunks cut from its own answer (each one occurs in the answer)."""
-    texts = [_normalised(chunk.text) for chunk in entry.chunks if chunk.text.strip()]
+    texts = [_words(chunk.text) for chunk in entry.chunks if chunk.text.strip()]
     if not texts:
         return True
-    answer = _normalised(entry.answer)
-    return all(text in answer for text in texts)
+    answer = f" {_words(entry.answer)} "
+    # Whole words: " covid 19 " is in the answer, "vid 1" is not.
+    return all(f" {text} " in answer for text in texts)

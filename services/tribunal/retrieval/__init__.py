@@ -17,7 +17,7 @@ Entries and their files are :mod:`tribunal.kb`; the embedders, :mod:`tribunal.em
 
 from ._change_audit import AuditedWrites
 from ._dense import DenseIndex
-from ._knowledge_base import KnowledgeBase
+from ._knowledge_base import KnowledgeBase, stored_content_version
 from ._rerank import load_profile_reranker
 from ._types import SearchMode, SearchQuery
 from ._verification import SERVABLE, VerificationVerdict
@@ -31,4 +31,5 @@ __all__ = [
     "SearchQuery",
     "VerificationVerdict",
     "load_profile_reranker",
+    "stored_content_version",
 ]

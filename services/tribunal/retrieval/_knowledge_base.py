@@ -62,7 +62,7 @@ from ._verification import (
 if TYPE_CHECKING:
     from ..core import Settings
 
-__all__ = ["KnowledgeBase", "VerifyReport"]
+__all__ = ["KnowledgeBase", "VerifyReport", "stored_content_version"]
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,19 @@ class _Candidate:
             return self.dense.unit_id
         assert self.sparse is not None
         return self.sparse.unit_id
+
+
+def stored_content_version(settings: Settings, collection: str) -> str | None:
+    """The content version of ``collection`` under ``data_dir/retrieval`` as a search
+    reports it, read from its store without loading a model; None when it does not exist."""
+    from ._store import EntryStore
+
+    check_collection_name(collection)
+    path = settings.data_dir / "retrieval" / collection / "entries.sqlite3"
+    try:
+        return EntryStore.read_content_version(path)
+    except FileNotFoundError:
+        return None
 
 
 class KnowledgeBase:
