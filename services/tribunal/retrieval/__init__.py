@@ -44,6 +44,13 @@ from ._rerank import (
     rerank_passage,
     rerank_prompt,
 )
+from ._phrasing_links import (
+    LinkStatus,
+    PhrasingLink,
+    PhrasingLinks,
+    entry_questions,
+    normalised_query,
+)
 from ._sparse import SparseIndex
 from ._types import (
     ANSWER_UNIT_ID,
@@ -57,6 +64,8 @@ from ._types import (
     SearchQuery,
     SearchResult,
     UpsertResult,
+    phrasing_index,
+    phrasing_unit_id,
 )
 from ._vector_store import VectorStore
 from ._verification import (
@@ -95,8 +104,11 @@ __all__ = [
     "KbEntry",
     "KnowledgeBase",
     "LazyReranker",
+    "LinkStatus",
     "LlmReranker",
     "MicroBatchingEmbedder",
+    "PhrasingLink",
+    "PhrasingLinks",
     "RecordFormat",
     "Reranker",
     "SearchHit",
@@ -118,11 +130,15 @@ __all__ = [
     "chunk_text",
     "deduplicate",
     "entry_from_record",
+    "entry_questions",
     "entry_sha256",
     "entry_to_record",
     "gpu_count",
     "load_profile_embedder",
     "load_profile_reranker",
+    "normalised_query",
+    "phrasing_index",
+    "phrasing_unit_id",
     "prefetch_query_vectors",
     "read_entries",
     "reciprocal_rank_fusion",

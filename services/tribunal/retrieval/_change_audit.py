@@ -151,8 +151,10 @@ class AuditedWrites:
         create: bool = False,
         self_evidenced: bool | None = None,
         progress: bool = False,
+        detail: dict[str, Any] | None = None,
     ) -> UpsertResult:
-        """``KnowledgeBase.upsert``, audited."""
+        """``KnowledgeBase.upsert``, audited; ``detail`` goes into each entry's change
+        record (e.g. the reviewed link a phrasing came from)."""
         check_collection_name(collection)
         check_entries(entries, self.kb.settings)
         with self._lock(collection):
@@ -178,6 +180,7 @@ class AuditedWrites:
                     before_sha256=before.get(entry.id, ""),
                     after_sha256=entry_sha256(entry),
                     kb_version=result.kb_version,
+                    detail=dict(detail or {}),
                 )
                 for entry in entries
             ]
