@@ -32,7 +32,7 @@ from typing import Any
 
 from sklearn.metrics import roc_auc_score
 from tribunal.core import load_settings
-from tribunal.ensemble import FeatureMatcher, MatchRequestItem
+from tribunal.ensemble import FeatureMatcher, MatchRequestItem, precompute_entry_vectors
 from tribunal.gateway._answer import _candidate_signals
 from tribunal.retrieval import KbEntry, KnowledgeBase, SearchQuery, SearchResult
 from tribunal.retrieval.servicer import entry_to_proto
@@ -65,7 +65,7 @@ def build_kbs(train: list[dict[str, str]], seed: int) -> tuple[list[KbEntry], li
 
 
 def _intent(entry_id: str) -> str:
-    return entry_id.split("#")[0]
+    return entry_id.split("#", maxsplit=1)[0]
 
 
 def _margins(result: SearchResult, p_match: list[float]) -> tuple[float, float]:
@@ -77,7 +77,9 @@ def _margins(result: SearchResult, p_match: list[float]) -> tuple[float, float]:
     ]
     signals = _candidate_signals(hits, [ensemble_pb2.MatchResponse(p_match=p) for p in p_match])
     top = signals[0]
-    by_answer = top.ensemble_p_match_margin if top.HasField("ensemble_p_match_margin") else p_match[0]
+    by_answer = (
+        top.ensemble_p_match_margin if top.HasField("ensemble_p_match_margin") else p_match[0]
+    )
     by_candidate = p_match[0] - max(p_match[1:]) if len(p_match) > 1 else p_match[0]
     return by_candidate, by_answer
 
@@ -95,25 +97,37 @@ def measure(
     by_candidate: list[float] = []
     by_answer: list[float] = []
     no_rival = 0
-    for number, row in enumerate(queries, start=1):
-        result = kb.search(SearchQuery(collection, row["query"], top_k=max(5, candidates)))
-        intents = [_intent(h.entry.id) for h in result.hits]
-        top1 += intents[0] == row["intent"]
-        top5 += row["intent"] in intents[:5]
-        head = result.hits[:candidates]
-        matched = matcher.match([MatchRequestItem(row["query"], h.entry) for h in head])
-        p_match = [m.p_match for m in matched]
-        candidate_margin, answer_margin = _margins(
-            SearchResult(hits=tuple(head)), p_match
+    step = 32  # searches per batch (one embedder pass), and their candidates matched together
+    for start in range(0, len(queries), step):
+        part = queries[start : start + step]
+        results = kb.search_batch(
+            [SearchQuery(collection, row["query"], top_k=max(5, candidates)) for row in part]
         )
-        no_rival += len({h.entry.answer for h in head}) == 1
-        right.append(int(intents[0] == row["intent"]))
-        by_candidate.append(candidate_margin)
-        by_answer.append(answer_margin)
-        if number % 100 == 0 or number == len(queries):
-            rate = number / (time.perf_counter() - started)
-            eta = (len(queries) - number) / rate
-            print(f"  {collection}: {number}/{len(queries)} ({rate:.1f} q/s, ETA {eta:.0f} s)")
+        heads = [result.hits[:candidates] for result in results]
+        items = [
+            MatchRequestItem(row["query"], h.entry)
+            for row, head in zip(part, heads, strict=True)
+            for h in head
+        ]
+        p_all = [m.p_match for m in matcher.match(items)]
+        offset = 0
+        for row, result, head in zip(part, results, heads, strict=True):
+            p_match, offset = p_all[offset : offset + len(head)], offset + len(head)
+            intents = [_intent(h.entry.id) for h in result.hits]
+            top1 += intents[0] == row["intent"]
+            top5 += row["intent"] in intents[:5]
+            candidate_margin, answer_margin = _margins(SearchResult(hits=tuple(head)), p_match)
+            no_rival += len({h.entry.answer for h in head}) == 1
+            right.append(int(intents[0] == row["intent"]))
+            by_candidate.append(candidate_margin)
+            by_answer.append(answer_margin)
+        done = start + len(part)
+        rate = done / (time.perf_counter() - started)
+        print(
+            f"  {collection}: {done}/{len(queries)} ({rate:.1f} q/s, "
+            f"ETA {(len(queries) - done) / rate:.0f} s)",
+            flush=True,
+        )
     n = len(queries)
     return {
         "entries": kb.stats(collection)[0].entries,
@@ -129,7 +143,10 @@ def measure(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--data", type=Path, default=None, help="BANKING77 folder (default: the lab's data/banking77)"
+        "--data",
+        type=Path,
+        default=None,
+        help="BANKING77 folder (default: the lab's data/banking77)",
     )
     parser.add_argument("--per-intent", type=int, default=10, help="test queries per intent")
     parser.add_argument("--candidates", type=int, default=5, help="hits matched per query")
@@ -151,12 +168,18 @@ def main() -> int:
     ]
     with tempfile.TemporaryDirectory() as data_dir:
         settings = load_settings(
-            "tiny", data_dir=data_dir, ensemble={"matcher": "features"}, retrieval={"verifier": "none"}
+            "tiny",
+            data_dir=data_dir,
+            ensemble={"matcher": "features", "max_items_per_request": 1000},
+            retrieval={"verifier": "none"},
         )
         kb = KnowledgeBase.from_settings(settings, checker=None)
+        print("ingesting both KBs (MiniLM) ...", flush=True)
         kb.upsert("phrased", phrased, create=True)
         kb.upsert("separate", separate, create=True)
         matcher = FeatureMatcher.from_settings(settings)
+        print("embedding the entries for the feature matcher (MPNet) ...", flush=True)
+        precompute_entry_vectors(settings, [*phrased, *separate], progress=True)
         results = {
             "phrased": measure(kb, matcher, "phrased", sample, args.candidates),
             "separate": measure(kb, matcher, "separate", sample, args.candidates),

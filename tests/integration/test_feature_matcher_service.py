@@ -155,7 +155,7 @@ def test_an_entry_with_phrasings_is_matched_by_its_best_phrasing(
     from tribunal.retrieval import load_profile_embedder
 
     artifact = MatchFeaturesArtifact.load(features_path(settings))
-    phrasings = ["Can my dog or cat give me the virus?", "Are animals a risk?"]
+    phrasings = ["Can my puppy give me covid?", "Are animals a risk?"]
     phrased = common_pb2.KbEntry()
     phrased.CopyFrom(PETS)
     phrased.questions.extend(phrasings)
@@ -173,8 +173,8 @@ def test_an_entry_with_phrasings_is_matched_by_its_best_phrasing(
     combined = match_feature_values(
         [query], [PETS.question], [PETS.answer], embedder, phrasings=[each]
     )
-    for name in best:
-        assert combined[name].tolist() == pytest.approx(best[name].tolist(), abs=1e-6)
+    for name, value in best.items():
+        assert combined[name].tolist() == pytest.approx(value.tolist(), abs=1e-6)
     assert reply.p_match == pytest.approx(float(artifact.p_match(combined)[0]), abs=1e-5)
     plain = stub.Match(ensemble_pb2.MatchRequest(query=query, candidate=PETS))
     assert reply.p_match != pytest.approx(plain.p_match, abs=1e-4)

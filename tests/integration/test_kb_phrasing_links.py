@@ -61,7 +61,7 @@ def test_an_approved_link_is_an_audited_phrasing_and_labelled_traffic(
     again, created = links.propose("bob", audit_id=audit_id, entry_id="card-lost")
     assert (again.id, created, again.proposed_by) == (link.id, False, "rita")
     assert links.linked_decisions([audit_id]) == {audit_id: ["card-lost"]}
-    assert [x.id for x in links.list(collection="bank", status="pending")] == [link.id]
+    assert [x.id for x in links.links(collection="bank", status="pending")] == [link.id]
 
     approved = links.approve("cli:admin", link.id, writes, note="clear paraphrase")
     assert (approved.status, approved.decided_by, approved.reason) == (

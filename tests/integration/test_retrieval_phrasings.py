@@ -70,7 +70,7 @@ def test_phrasings_as_separate_entries_crowd_the_head(tmp_path: Path) -> None:
     separate = kb.search(SearchQuery("separate", query, top_k=3))
     phrased = kb.search(SearchQuery("phrased", query, top_k=3))
     assert [h.entry.id.split("#")[0] for h in separate.hits] == ["card-lost"] * 3
-    assert [h.entry.id for h in phrased.hits][0] == "card-lost"
+    assert phrased.hits[0].entry.id == "card-lost"
     assert {h.entry.id for h in phrased.hits} == {"card-lost", "transfer-fee", "pin"}
     kb.close()
 

@@ -75,7 +75,7 @@ def test_linking_needs_a_key_the_marker_header_and_the_own_origin(site: Site) ->
     assert _call(site, "GET", "/api/linkable", key=key, marker=False)[0] == 403
     assert _call(site, "GET", "/api/linkable", host="rebind.example", key=key)[0] == 403
     # Nothing was recorded by the refused calls.
-    assert PhrasingLinks(site.db, max_query_chars=200).list() == []
+    assert PhrasingLinks(site.db, max_query_chars=200).links() == []
 
 
 def test_a_signed_in_annotator_links_a_fallen_back_query(site: Site) -> None:
@@ -108,7 +108,7 @@ def test_a_signed_in_annotator_links_a_fallen_back_query(site: Site) -> None:
     assert (status, body["created"]) == (200, False)
     status, body, _ = _call(site, "GET", "/api/linkable", key=key)
     assert body["decisions"][0]["linked"] == ["card-lost"]
-    stored = PhrasingLinks(site.db, max_query_chars=200).list(status="pending")
+    stored = PhrasingLinks(site.db, max_query_chars=200).links(status="pending")
     assert [(x.query, x.entry_id, x.proposed_by, x.audit_id) for x in stored] == [
         ("my card was stolen", "card-lost", "rita", fell_back)
     ]
@@ -125,9 +125,7 @@ def test_a_signed_in_annotator_links_a_fallen_back_query(site: Site) -> None:
         (["not", "an", "object"], 400, "JSON object"),
     ],
 )
-def test_bad_links_say_what_to_fix(
-    site: Site, body: object, status: int, words: str
-) -> None:
+def test_bad_links_say_what_to_fix(site: Site, body: object, status: int, words: str) -> None:
     ids = {
         "LABEL": _decision(site.db, "q", "relevant", kind="label"),
         "FALLBACK": _decision(site.db, "q", "FALLBACK"),

@@ -54,7 +54,9 @@ def test_different_answers_are_rivals(p_match: list[float], expected: list[float
 
 def test_answer_key_ignores_case_and_spacing_only() -> None:
     assert answer_key(_hit("a", " Free  of\ncharge. ", 1)) == "text:free of charge."
-    assert answer_key(_hit("a", "Free of charge!", 1)) != answer_key(_hit("b", "Free of charge.", 1))
+    assert answer_key(_hit("a", "Free of charge!", 1)) != answer_key(
+        _hit("b", "Free of charge.", 1)
+    )
 
 
 def test_entries_of_one_answer_class_are_one_answer() -> None:

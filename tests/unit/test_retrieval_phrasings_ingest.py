@@ -25,7 +25,11 @@ SETTINGS = RetrievalSettings(max_questions_per_item=3, max_question_chars=40)
 def test_faq_and_native_records_carry_phrasings(tmp_path: Path) -> None:
     path = tmp_path / "kb.jsonl"
     rows = [
-        {"question": "Lost card", "questions": [" Card stolen ", "Wallet gone"], "answer": "Freeze it."},
+        {
+            "question": "Lost card",
+            "questions": [" Card stolen ", "Wallet gone"],
+            "answer": "Freeze it.",
+        },
         {"id": "pin", "question": "Change PIN", "answer": "At a machine.", "chunks": []},
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -44,8 +48,12 @@ def test_faq_and_native_records_carry_phrasings(tmp_path: Path) -> None:
 def test_an_entry_without_phrasings_keeps_its_record_and_version() -> None:
     entry = KbEntry("a", "Q?", "A.", {"k": "v"}, (Chunk("c", "A."),))
     assert "questions" not in entry_to_record(entry)
-    assert entry_sha256(entry) == entry_sha256(KbEntry("a", "Q?", "A.", {"k": "v"}, (Chunk("c", "A."),)))
-    assert entry_sha256(entry) != entry_sha256(KbEntry("a", "Q?", "A.", {"k": "v"}, (Chunk("c", "A."),), ("Q2?",)))
+    assert entry_sha256(entry) == entry_sha256(
+        KbEntry("a", "Q?", "A.", {"k": "v"}, (Chunk("c", "A."),))
+    )
+    assert entry_sha256(entry) != entry_sha256(
+        KbEntry("a", "Q?", "A.", {"k": "v"}, (Chunk("c", "A."),), ("Q2?",))
+    )
 
 
 def test_search_units_name_each_phrasing() -> None:
@@ -57,20 +65,54 @@ def test_search_units_name_each_phrasing() -> None:
         ("answer", "Freeze it."),
     ]
     assert [phrasing_index(phrasing_unit_id(i)) for i in range(3)] == [0, 1, 2]
-    assert [phrasing_index(u) for u in ("answer", "c0", "question:", "question:01", "question:x")] == [None] * 5
+    assert [
+        phrasing_index(u) for u in ("answer", "c0", "question:", "question:01", "question:x")
+    ] == [None] * 5
 
 
 @pytest.mark.parametrize(
     ("entry", "field", "words"),
     [
-        (KbEntry("a", "Lost card", "Freeze it.", questions=("b", "c", "d", "e")), "entries[0].questions", "limit is 3"),
-        (KbEntry("a", "Lost card", "Freeze it.", questions=("x" * 41,)), "entries[0].questions[0]", "limit is 40"),
-        (KbEntry("a", "Lost card", "Freeze it.", questions=("ok words", "  ")), "entries[0].questions[1]", "empty"),
-        (KbEntry("a", "Lost card", "Freeze it.", questions=("LOST  card",)), "entries[0].questions[0]", "repeats entries[0].question"),
-        (KbEntry("a", "Lost card", "Freeze it.", questions=("Stolen", "stolen")), "entries[0].questions[1]", "repeats entries[0].questions[0]"),
-        (KbEntry("a", "", "Freeze it.", questions=("Stolen card",)), "entries[0].question", "canonical"),
-        (KbEntry("a", "Lost card", "Freeze it.", questions=("the ?",)), "entries[0].questions[0]", "no searchable words"),
-        (KbEntry("a", "Lost card", "Freeze it.", chunks=(Chunk("question:1", "text here"),)), "entries[0].chunks[0].id", "chunk ids"),
+        (
+            KbEntry("a", "Lost card", "Freeze it.", questions=("b", "c", "d", "e")),
+            "entries[0].questions",
+            "limit is 3",
+        ),
+        (
+            KbEntry("a", "Lost card", "Freeze it.", questions=("x" * 41,)),
+            "entries[0].questions[0]",
+            "limit is 40",
+        ),
+        (
+            KbEntry("a", "Lost card", "Freeze it.", questions=("ok words", "  ")),
+            "entries[0].questions[1]",
+            "empty",
+        ),
+        (
+            KbEntry("a", "Lost card", "Freeze it.", questions=("LOST  card",)),
+            "entries[0].questions[0]",
+            "repeats entries[0].question",
+        ),
+        (
+            KbEntry("a", "Lost card", "Freeze it.", questions=("Stolen", "stolen")),
+            "entries[0].questions[1]",
+            "repeats entries[0].questions[0]",
+        ),
+        (
+            KbEntry("a", "", "Freeze it.", questions=("Stolen card",)),
+            "entries[0].question",
+            "canonical",
+        ),
+        (
+            KbEntry("a", "Lost card", "Freeze it.", questions=("the ?",)),
+            "entries[0].questions[0]",
+            "no searchable words",
+        ),
+        (
+            KbEntry("a", "Lost card", "Freeze it.", chunks=(Chunk("question:1", "text here"),)),
+            "entries[0].chunks[0].id",
+            "chunk ids",
+        ),
     ],
 )
 def test_bad_phrasings_say_what_to_fix(entry: KbEntry, field: str, words: str) -> None:

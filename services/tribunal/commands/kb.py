@@ -382,7 +382,7 @@ def _phrasings_list(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise InvalidArgumentError("--limit must be >= 1", field="limit")
     status = None if args.status == "all" else args.status
-    links = _links(load_settings(args.profile)).list(
+    links = _links(load_settings(args.profile)).links(
         collection=args.collection, status=status, limit=args.limit
     )
     for link in links:

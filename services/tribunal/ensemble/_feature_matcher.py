@@ -150,8 +150,9 @@ def precompute_entry_vectors(
     settings: Settings, entries: Sequence[KbEntry], *, progress: bool = False
 ) -> int:
     """Embed, with the feature matcher's model, the texts of ``entries`` it needs at match
-    time (for each phrasing of a question: the phrasing and phrasing + answer), into ``data_dir/vectors``, so that no query waits for an entry's first forward
-    pass. Returns how many texts were new (0 when every one was stored already, or when
+    time (each phrasing of the question, the answer, each phrasing + answer) into
+    ``data_dir/vectors``, so that no query waits for an entry's first forward pass.
+    Returns how many texts were new (0 when every one was stored already, or when
     ``ensemble.matcher`` is not ``features``)."""
     from tqdm import tqdm
 

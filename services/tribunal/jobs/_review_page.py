@@ -326,7 +326,8 @@ _BODY = """
   <span id="signed-in" hidden>Signed in as <strong id="name"></strong>
     <button id="signout" type="button">Sign out</button></span>
   <span id="progress" aria-live="polite">0 labelled</span>
-  <button id="links-button" type="button" title="Link queries to the KB entry that answers them">Link queries</button>
+  <button id="links-button" type="button"
+    title="Link queries to the KB entry that answers them">Link queries</button>
   <button id="help-button" type="button" title="Keyboard shortcuts">?</button>
 </header>
 <main>

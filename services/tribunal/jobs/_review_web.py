@@ -289,7 +289,6 @@ class _ReviewApi:
         summary.pop("attention_votes", None)
         return JSONResponse(summary)
 
-
     def _links(self) -> PhrasingLinks:
         if self.links is None:
             raise FailedPreconditionError("linking queries to KB entries is off on this server")

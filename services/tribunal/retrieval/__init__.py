@@ -35,6 +35,13 @@ from ._ingest import (
     read_entries,
 )
 from ._knowledge_base import KnowledgeBase, VerifyReport
+from ._phrasing_links import (
+    LinkStatus,
+    PhrasingLink,
+    PhrasingLinks,
+    entry_questions,
+    normalised_query,
+)
 from ._rerank import (
     CrossEncoderReranker,
     LazyReranker,
@@ -43,13 +50,6 @@ from ._rerank import (
     load_profile_reranker,
     rerank_passage,
     rerank_prompt,
-)
-from ._phrasing_links import (
-    LinkStatus,
-    PhrasingLink,
-    PhrasingLinks,
-    entry_questions,
-    normalised_query,
 )
 from ._sparse import SparseIndex
 from ._types import (

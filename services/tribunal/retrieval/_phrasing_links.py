@@ -227,7 +227,7 @@ class PhrasingLinks:
                 )
             return _link(row)
 
-    def list(
+    def links(
         self,
         *,
         collection: str | None = None,
@@ -298,7 +298,11 @@ class PhrasingLinks:
                 actor,
                 link.collection,
                 [updated],
-                detail={"phrasing_link": link.id, "phrasing": link.query, "audit_id": link.audit_id},
+                detail={
+                    "phrasing_link": link.id,
+                    "phrasing": link.query,
+                    "audit_id": link.audit_id,
+                },
             )
             version = result.kb_version
         return self._decide(link.id, actor, "approved", note, version)
@@ -348,10 +352,9 @@ class PhrasingLinks:
         "collection", "answers": [every entry it was linked to, sorted]}`` — the format
         ``tribunal calibrate --traffic`` reads."""
         grouped: dict[tuple[str, str], tuple[str, set[str]]] = {}
-        for link in self.list(collection=collection, status="approved", limit=10_000_000):
+        for link in self.links(collection=collection, status="approved", limit=10_000_000):
             key = (link.collection, normalised_query(link.query))
-            query, answers = grouped.setdefault(key, (link.query, set()))
-            answers.add(link.entry_id)
+            grouped.setdefault(key, (link.query, set()))[1].add(link.entry_id)
         return [
             {"query": query, "collection": name, "answers": sorted(answers)}
             for (name, _), (query, answers) in sorted(grouped.items())

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ANSWER_UNIT_ID",
     "QUESTION_UNIT_ID",
-    "phrasing_index",
-    "phrasing_unit_id",
     "Chunk",
     "CollectionStats",
     "DeleteResult",
@@ -28,6 +26,8 @@ __all__ = [
     "SearchQuery",
     "SearchResult",
     "UpsertResult",
+    "phrasing_index",
+    "phrasing_unit_id",
 ]
 
 QUESTION_UNIT_ID = "question"
@@ -101,9 +101,7 @@ class KbEntry:
         still be found.
         """
         units: list[tuple[str, str]] = [
-            (phrasing_unit_id(i), text)
-            for i, text in enumerate(self.phrasings())
-            if text.strip()
+            (phrasing_unit_id(i), text) for i, text in enumerate(self.phrasings()) if text.strip()
         ]
         units.extend((chunk.id, chunk.indexed_text()) for chunk in self.chunks if chunk.text)
         if not self.chunks and self.answer.strip():

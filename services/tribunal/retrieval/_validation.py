@@ -147,7 +147,9 @@ def _check_phrasings(entry: KbEntry, settings: RetrievalSettings, where: str) ->
     for j, text in enumerate(entry.questions):
         here = f"{field}[{j}]"
         if not text.strip():
-            raise InvalidArgumentError(f"{here} is empty; drop it or write the phrasing", field=here)
+            raise InvalidArgumentError(
+                f"{here} is empty; drop it or write the phrasing", field=here
+            )
         _check_length(text, settings.max_question_chars, "max_question_chars", here)
         key = _phrasing_key(text)
         if key in seen:
