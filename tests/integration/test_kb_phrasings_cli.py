@@ -32,7 +32,7 @@ def test_an_admin_approves_rejects_and_exports_links(
     kb = tmp_path / "kb.jsonl"
     kb.write_text("".join(json.dumps(row) + "\n" for row in KB))
     assert main(["kb", "ingest", str(kb), "--collection", "bank", "--skip-match-vectors"]) == 0
-    capsys.readouterr()
+    assert "upserted 2 entries (2 chunks, 1 more phrasings) into 'bank'" in capsys.readouterr().out
     settings = load_settings()
     db = Database(settings.database_url)
     links = PhrasingLinks(db, max_query_chars=settings.retrieval.max_question_chars)

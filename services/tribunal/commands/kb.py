@@ -196,9 +196,11 @@ def _ingest(args: argparse.Namespace) -> int:
                     counts[verdict] = counts.get(verdict, 0) + count
                 bar.update(len(part))
         chunks = sum(len(e.chunks) for e in entries)
+        phrasings = sum(len(e.questions) for e in entries)
+        extra = f", {phrasings} more phrasings" if phrasings else ""
         print(
-            f"upserted {len(entries)} entries ({chunks} chunks) into {args.collection!r}; "
-            f"it now holds {total}"
+            f"upserted {len(entries)} entries ({chunks} chunks{extra}) into "
+            f"{args.collection!r}; it now holds {total}"
         )
         policy = kb.collection(args.collection).self_evidenced
         print(_summary(counts, policy, cached))
