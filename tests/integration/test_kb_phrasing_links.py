@@ -152,6 +152,11 @@ def test_links_refuse_what_they_cannot_apply(tmp_path: Path, database_url: str) 
     with pytest.raises(InvalidArgumentError, match="max_questions_per_item"):
         links.approve("cli:admin", over.id, writes)
     assert links.get(over.id).status == "pending"  # nothing half-done: it can be rejected
+    # A read-modify-write whose entry changed in between writes nothing.
+    stale = KbEntry(CARD.id, CARD.question, CARD.answer, questions=("wallet taken",))
+    with pytest.raises(FailedPreconditionError, match="changed since it was read"):
+        writes.upsert("cli:admin", "bank", [stale], expected_before={CARD.id: entry_sha256(CARD)})
+    assert kb.collection("bank").entries([CARD.id])[CARD.id].questions == ("card stolen",)
     with pytest.raises(NotFoundError):
         links.get("missing")
     kb.close()

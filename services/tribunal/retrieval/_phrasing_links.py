@@ -37,6 +37,7 @@ from ..core.storage import Database, KbPhrasingLinkRow
 from ._change_audit import AuditedWrites
 from ._store import stored_questions
 from ._validation import check_collection_name
+from ._verification import entry_sha256
 
 __all__ = ["LinkStatus", "PhrasingLink", "PhrasingLinks", "entry_questions", "normalised_query"]
 
@@ -271,7 +272,8 @@ class PhrasingLinks:
 
         Raises:
             NotFoundError: no such link, or its entry (or collection) is gone.
-            FailedPreconditionError: the link was decided already.
+            FailedPreconditionError: the link was decided already, or its entry changed
+                while this approval read and rewrote it (nothing written: approve again).
             InvalidArgumentError: the entry would exceed ``retrieval.max_questions_per_item``.
         """
         link = self._pending(link_id)
@@ -303,6 +305,7 @@ class PhrasingLinks:
                     "phrasing": link.query,
                     "audit_id": link.audit_id,
                 },
+                expected_before={entry.id: entry_sha256(entry)},
             )
             version = result.kb_version
         return self._decide(link.id, actor, "approved", note, version)
