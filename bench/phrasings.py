@@ -34,8 +34,9 @@ from sklearn.metrics import roc_auc_score
 from tribunal.core import load_settings
 from tribunal.ensemble import FeatureMatcher, MatchRequestItem, precompute_entry_vectors
 from tribunal.gateway._answer import _candidate_signals
-from tribunal.retrieval import KbEntry, KnowledgeBase, SearchQuery, SearchResult
-from tribunal.retrieval.servicer import entry_to_proto
+from tribunal.kb import KbEntry, entry_to_proto
+from tribunal.retrieval import KnowledgeBase, SearchQuery
+from tribunal.retrieval._types import SearchResult
 from tribunal.v1 import ensemble_pb2, retrieval_pb2
 from tribunal_lab._paths import data_root
 

@@ -24,16 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from tribunal.confidence import (
-    CalibratorArtifact,
-    ConfidenceScorer,
-    FeatureSpace,
-    TemperatureCalibrator,
-)
+from tribunal.confidence import CalibratorArtifact, ConfidenceScorer
+from tribunal.confidence._calibrators import TemperatureCalibrator
+from tribunal.confidence._features import FeatureSpace
 from tribunal.confidence.servicer import ConfidenceServicer
 from tribunal.core import ServerSettings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
-from tribunal.retrieval import answer_sha256, checker_version
+from tribunal.entailment import checker_version
+from tribunal.kb import answer_sha256
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2_grpc,

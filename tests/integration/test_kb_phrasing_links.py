@@ -11,15 +11,9 @@ import pytest
 from tribunal.confidence import read_traffic
 from tribunal.core import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from tribunal.core.storage import Database, DecisionRecord
-from tribunal.retrieval import (
-    AuditedWrites,
-    KbChangeLog,
-    KbEntry,
-    PhrasingLinks,
-    SearchQuery,
-    entry_questions,
-    entry_sha256,
-)
+from tribunal.kb import KbEntry, entry_sha256
+from tribunal.retrieval import AuditedWrites, PhrasingLinks, SearchQuery, entry_questions
+from tribunal.retrieval._change_audit import KbChangeLog
 
 from tests.integration._retrieval import open_kb
 

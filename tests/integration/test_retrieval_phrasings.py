@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tribunal.retrieval import KbEntry, SearchMode, SearchQuery
-from tribunal.retrieval.servicer import entry_from_proto, entry_to_proto
+from tribunal.kb import KbEntry, entry_from_proto, entry_to_proto
+from tribunal.retrieval import SearchMode, SearchQuery
 
 from tests.integration._retrieval import open_kb
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from tribunal.core import InvalidArgumentError, RetrievalSettings
-from tribunal.retrieval import (
+from tribunal.kb import (
     Chunk,
     KbEntry,
     entry_from_record,

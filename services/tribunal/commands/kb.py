@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..core import Settings
-    from ..retrieval import AuditedWrites, KbEntry, KnowledgeBase, PhrasingLinks
+    from ..kb import KbEntry
+    from ..retrieval import AuditedWrites, KnowledgeBase, PhrasingLinks
 
 __all__ = ["register"]
 
@@ -166,7 +167,7 @@ def _actor() -> str:
 def _ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..retrieval import deduplicate, read_entries
+    from ..kb import deduplicate, read_entries
 
     kb = _open(args)
     writes = _audited(args, kb)
@@ -322,7 +323,7 @@ def _search(args: argparse.Namespace) -> int:
 
 def _matched_question(entry: KbEntry, unit_id: str) -> str | None:
     """The phrasing of the question that matched best (None: a chunk or the answer did)."""
-    from ..retrieval import phrasing_index
+    from ..kb import phrasing_index
 
     index = phrasing_index(unit_id)
     phrasings = entry.phrasings()

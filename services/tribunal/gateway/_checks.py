@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING
 
 from ..confidence import ConfidenceScorer, DebateOutcome, ScoreResult, Signals
 from ..core import TribunalError
-from ..retrieval import Chunk as DomainChunk
-from ..retrieval import KbEntry, answer_sha256, checker_version, self_sourced
+from ..entailment import checker_version
+from ..kb import Chunk as DomainChunk
+from ..kb import KbEntry, answer_sha256, self_sourced
 from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, retrieval_pb2
 from ._stages import FailureKind, StageError
 

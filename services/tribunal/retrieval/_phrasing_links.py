@@ -34,10 +34,10 @@ from ..core import (
     UnavailableError,
 )
 from ..core.storage import Database, KbPhrasingLinkRow
+from ..kb import entry_sha256
 from ._change_audit import AuditedWrites
 from ._store import stored_questions
 from ._validation import check_collection_name
-from ._verification import entry_sha256
 
 __all__ = ["LinkStatus", "PhrasingLink", "PhrasingLinks", "entry_questions", "normalised_query"]
 

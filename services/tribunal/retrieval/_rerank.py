@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..core import ConfigError
-from ._types import KbEntry, phrasing_index
+from ..kb import KbEntry, phrasing_index
 
 if TYPE_CHECKING:
     from ..core import Settings

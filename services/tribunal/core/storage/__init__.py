@@ -4,11 +4,10 @@ db = Database(settings.database_url)
 audit_id = db.append_decision(DecisionRecord(kind="answer", query=q, decision="ACCEPT"))
 """
 
-from ._database import Database, DecisionRecord, EscalationRecord, normalise_url
-from ._tables import AuditDecisionRow, Base, EscalationRow, KbChangeRow, KbPhrasingLinkRow
+from ._database import Database, DecisionRecord, EscalationRecord
+from ._tables import Base, EscalationRow, KbChangeRow, KbPhrasingLinkRow
 
 __all__ = [
-    "AuditDecisionRow",
     "Base",
     "Database",
     "DecisionRecord",
@@ -16,5 +15,4 @@ __all__ = [
     "EscalationRow",
     "KbChangeRow",
     "KbPhrasingLinkRow",
-    "normalise_url",
 ]
