@@ -144,3 +144,37 @@ def test_concurrent_calls_share_the_embedders_passes(
     # The long call, then the eight queries in at most two passes (not eight).
     assert embedder.calls_ - calls == 9
     assert embedder.passes_ - passes <= 3
+
+
+@pytest.mark.models
+def test_an_entry_with_phrasings_is_matched_by_its_best_phrasing(
+    stub: ensemble_pb2_grpc.EnsembleServiceStub, settings: Settings
+) -> None:
+    """Each question feature is the maximum over the entry's phrasings (the answer's
+    feature is its own), and P(match) is the regression on those maxima."""
+    from tribunal.embedding import load_profile_embedder
+
+    artifact = MatchFeaturesArtifact.load(features_path(settings))
+    phrasings = ["Can my puppy give me covid?", "Are animals a risk?"]
+    phrased = common_pb2.KbEntry()
+    phrased.CopyFrom(PETS)
+    phrased.questions.extend(phrasings)
+    query = "Could my puppy infect me with covid?"
+    reply = stub.Match(ensemble_pb2.MatchRequest(query=query, candidate=phrased))
+    embedder = load_profile_embedder(settings, artifact.embedder.model_key)
+    each = [PETS.question, *phrasings]
+    single = match_feature_values(
+        [query] * 3, each, [PETS.answer] * 3, embedder
+    )  # one row per phrasing, as three separate entries
+    best = {name: column.max(keepdims=True) for name, column in single.items()}
+    assert single["cos_answer"].tolist() == pytest.approx([single["cos_answer"][0]] * 3)
+    # The phrasing that decides differs by feature: not all from the canonical question.
+    assert int(single["cos_question"].argmax()) != 0
+    combined = match_feature_values(
+        [query], [PETS.question], [PETS.answer], embedder, phrasings=[each]
+    )
+    for name, value in best.items():
+        assert combined[name].tolist() == pytest.approx(value.tolist(), abs=1e-6)
+    assert reply.p_match == pytest.approx(float(artifact.p_match(combined)[0]), abs=1e-5)
+    plain = stub.Match(ensemble_pb2.MatchRequest(query=query, candidate=PETS))
+    assert reply.p_match != pytest.approx(plain.p_match, abs=1e-4)

@@ -77,6 +77,8 @@ class MatchingPair:
     label: int
     group: str
     source: str
+    phrasings: tuple[str, ...] = ()
+    """Every phrasing of the entry's question (``question`` first) when it has more."""
 
 
 @dataclass(frozen=True)

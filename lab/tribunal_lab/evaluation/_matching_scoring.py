@@ -74,6 +74,7 @@ def traffic_pairs(
                         label=int(entry.id in asked.answers),
                         group=asked.id,
                         source="answerable" if asked.answers else "unanswerable",
+                        phrasings=entry.phrasings(),
                     )
                 )
     finally:
@@ -162,6 +163,8 @@ def score_artifact(args: argparse.Namespace) -> int:
         [x.answer for x in pairs],
         embedder,
         progress=not args.no_progress,
+        # As the served matcher: the question features over every phrasing of the entry.
+        phrasings=[x.phrasings or (x.question,) for x in pairs],
     )
     p = artifact.p_match({name: values[name] for name in artifact.features})
     seconds = time.perf_counter() - started

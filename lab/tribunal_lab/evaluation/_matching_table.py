@@ -83,6 +83,7 @@ def compute_features(
         [i.candidate.answer for i in items],
         embedder,
         progress=progress,
+        phrasings=[i.candidate.phrasings() for i in items],
     )
     for name, key in _RETRIEVAL_KEYS.items():
         features[name] = np.array([i.retrieval.get(key, math.nan) for i in items], np.float64)

@@ -31,7 +31,7 @@ from typing import IO, Any, Protocol
 
 from ..core import InvalidArgumentError, NotFoundError, Settings, load_settings, parse_jsonl
 
-__all__ = ["AskedQuery", "read_queries", "register", "summary_markdown"]
+__all__ = ["AskedQuery", "read_queries", "register", "summary_markdown", "with_answer_classes"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -51,6 +51,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     ask.add_argument(
         "--out", type=Path, default=None, help="--file: write the rows here (default stdout)"
+    )
+    ask.add_argument(
+        "--classes",
+        type=Path,
+        default=None,
+        help="--file: answer-classes file; a labelled query's answers are widened to their "
+        "whole classes, so any entry of a right entry's class counts as right (as in "
+        "tribunal calibrate --classes)",
     )
     ask.add_argument("--collection", default="", help="default: gateway.collection")
     ask.add_argument("--address", default=None, help="host:port of a running gateway")
@@ -143,6 +151,20 @@ def read_queries(lines: Iterable[bytes | str], source: str) -> list[AskedQuery]:
     if not queries:
         raise InvalidArgumentError(f"{source} holds no queries", field="file")
     return queries
+
+
+def with_answer_classes(queries: Sequence[AskedQuery], path: Path) -> list[AskedQuery]:
+    """Each labelled query's answers widened to their whole answer classes (any entry
+    that answers the same question alike is right too)."""
+    from dataclasses import replace
+
+    from ..confidence import AnswerClasses
+
+    classes = AnswerClasses.load(path)
+    return [
+        q if q.answers is None else replace(q, answers=tuple(sorted(classes.expand(q.answers))))
+        for q in queries
+    ]
 
 
 def _input_lines(path: Path) -> tuple[Sequence[bytes | str], str]:
@@ -445,8 +467,8 @@ def _ask(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("--concurrency must be >= 1", field="concurrency")
     if args.file is not None:
         return _ask_file(args)
-    if args.out is not None:
-        raise InvalidArgumentError("--out goes with --file", field="out")
+    if args.out is not None or args.classes is not None:
+        raise InvalidArgumentError("--out and --classes go with --file", field="out")
     import grpc
 
     with _gateway(args, sys.stdout) as (gateway, _):
@@ -497,6 +519,8 @@ def _ask_file(args: argparse.Namespace) -> int:
 
     lines, source = _input_lines(args.file)
     queries = read_queries(lines, source)  # every line checked before any model loads
+    if args.classes is not None:
+        queries = with_answer_classes(queries, args.classes)
     # Rows on stdout: everything else on stderr, so the rows can be piped.
     log = sys.stderr if args.out is None else sys.stdout
     sink: IO[str]

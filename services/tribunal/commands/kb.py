@@ -1,4 +1,4 @@
-"""``tribunal kb ingest|verify|stats|search|delete|history``: collections on local disk.
+"""``tribunal kb ingest|verify|stats|search|delete|history|phrasings``: collections on disk.
 
 These open the collections in ``data_dir/retrieval`` directly (no server
 needed); a running ``tribunal serve retrieval`` on the same folder sees the
@@ -7,7 +7,9 @@ supporting chunks entail its answer?) with the checker ``retrieval.verifier``
 names; ``verify`` re-checks entries after a checker change and lists the ones
 that cannot be served, with the reason. ``ingest`` and ``delete`` record every change
 in the KB change audit (actor ``cli:<user>``), as the service does for Upsert and
-Delete; ``history`` prints that trail.
+Delete; ``history`` prints that trail. ``phrasings list|approve|reject|export`` handles
+the queries people linked to the entry that answers them on the review page: an approved
+link becomes a phrasing of that entry (an audited change) and a line of labelled traffic.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..core import Settings
     from ..kb import KbEntry
-    from ..retrieval import AuditedWrites, KnowledgeBase
+    from ..retrieval import AuditedWrites, KnowledgeBase, PhrasingLinks
 
 __all__ = ["register"]
 
@@ -90,6 +92,49 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     for child in (ingest, verify, stats, search, delete, history):
         child.add_argument("--profile", default=None, help="profile name or YAML path")
+    _register_phrasings(actions)
+
+
+def _register_phrasings(actions: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    phrasings = actions.add_parser(
+        "phrasings",
+        help="queries linked on the review page to the entry that answers them: approve one "
+        "as a new phrasing of the entry, or reject it; export the approved ones as traffic",
+    )
+    verbs = phrasings.add_subparsers(dest="phrasings_command", required=True, metavar="ACTION")
+    listing = verbs.add_parser("list", help="the links, oldest first")
+    listing.add_argument("--collection", default=None, help="one collection (default: all)")
+    listing.add_argument(
+        "--status", choices=("pending", "approved", "rejected", "all"), default="pending"
+    )
+    listing.add_argument("--limit", type=int, default=1000)
+    listing.add_argument("--json", action="store_true", help="print links as JSON lines")
+    listing.set_defaults(func=_phrasings_list)
+    approve = verbs.add_parser(
+        "approve", help="add each link's query to its entry's phrasings (an audited KB change)"
+    )
+    approve.add_argument("links", nargs="+", help="link ids (`kb phrasings list` shows them)")
+    approve.add_argument("--note", default="", help="a note kept with the decision")
+    approve.add_argument(
+        "--skip-match-vectors",
+        action="store_true",
+        help="do not embed the new phrasings for the feature matcher now",
+    )
+    approve.set_defaults(func=_phrasings_approve)
+    reject = verbs.add_parser("reject", help="refuse links (the KB is not changed)")
+    reject.add_argument("links", nargs="+", help="link ids")
+    reject.add_argument("--reason", required=True, help="why the query is not that entry's")
+    reject.set_defaults(func=_phrasings_reject)
+    export = verbs.add_parser(
+        "export",
+        help="approved links as labelled traffic (JSONL: query, collection, answers) for "
+        "tribunal calibrate --traffic and tribunal tune --traffic",
+    )
+    export.add_argument("--collection", default=None, help="one collection (default: all)")
+    export.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write")
+    export.set_defaults(func=_phrasings_export)
+    for child in (listing, approve, reject, export):
+        child.add_argument("--profile", default=None, help="profile name or YAML path")
 
 
 def _open(args: argparse.Namespace) -> KnowledgeBase:
@@ -152,9 +197,11 @@ def _ingest(args: argparse.Namespace) -> int:
                     counts[verdict] = counts.get(verdict, 0) + count
                 bar.update(len(part))
         chunks = sum(len(e.chunks) for e in entries)
+        phrasings = sum(len(e.questions) for e in entries)
+        extra = f", {phrasings} more phrasings" if phrasings else ""
         print(
-            f"upserted {len(entries)} entries ({chunks} chunks) into {args.collection!r}; "
-            f"it now holds {total}"
+            f"upserted {len(entries)} entries ({chunks} chunks{extra}) into "
+            f"{args.collection!r}; it now holds {total}"
         )
         policy = kb.collection(args.collection).self_evidenced
         print(_summary(counts, policy, cached))
@@ -254,6 +301,7 @@ def _search(args: argparse.Namespace) -> int:
                             "id": hit.entry.id,
                             "score": hit.score,
                             "matched": hit.matched_unit_id,
+                            "matched_question": _matched_question(hit.entry, hit.matched_unit_id),
                             "dense_rank": hit.dense_rank,
                             "sparse_rank": hit.sparse_rank,
                             "question": hit.entry.question,
@@ -265,9 +313,21 @@ def _search(args: argparse.Namespace) -> int:
             else:
                 title = hit.entry.question or hit.entry.metadata.get("title", "")
                 print(f"{hit.rank:>3}. {hit.score:.4f}  {hit.entry.id}  {title[:90]}")
+                matched = _matched_question(hit.entry, hit.matched_unit_id)
+                if matched and matched != hit.entry.question:
+                    print(f"       matched phrasing: {matched[:90]}")
     finally:
         kb.close()
     return 0
+
+
+def _matched_question(entry: KbEntry, unit_id: str) -> str | None:
+    """The phrasing of the question that matched best (None: a chunk or the answer did)."""
+    from ..kb import phrasing_index
+
+    index = phrasing_index(unit_id)
+    phrasings = entry.phrasings()
+    return phrasings[index] if index is not None and index < len(phrasings) else None
 
 
 def _delete(args: argparse.Namespace) -> int:
@@ -304,4 +364,87 @@ def _history(args: argparse.Namespace) -> int:
     if not changes:
         which = f" entry {args.entry!r} of" if args.entry else ""
         print(f"no recorded changes of{which} collection {args.collection!r}")
+    return 0
+
+
+# -- tribunal kb phrasings ----------------------------------------------------------------
+
+
+def _links(settings: Settings) -> PhrasingLinks:
+    from ..core.storage import Database
+    from ..retrieval import PhrasingLinks
+
+    db = Database(settings.database_url)
+    db.create_schema()
+    return PhrasingLinks(db, max_query_chars=settings.retrieval.max_question_chars)
+
+
+def _phrasings_list(args: argparse.Namespace) -> int:
+    from ..core import InvalidArgumentError, load_settings
+
+    if args.limit < 1:
+        raise InvalidArgumentError("--limit must be >= 1", field="limit")
+    status = None if args.status == "all" else args.status
+    links = _links(load_settings(args.profile)).links(
+        collection=args.collection, status=status, limit=args.limit
+    )
+    for link in links:
+        if args.json:
+            print(json.dumps(link.to_json(), ensure_ascii=False))
+            continue
+        decided = f"  {link.status} by {link.decided_by}" if link.status != "pending" else ""
+        print(
+            f"{link.id}  {link.collection}/{link.entry_id}  {link.query[:80]!r}  "
+            f"(by {link.proposed_by}{', decision ' + link.audit_id if link.audit_id else ''})"
+            f"{decided}"
+        )
+    if not links and not args.json:
+        print(f"no {'' if status is None else status + ' '}phrasing links")
+    return 0
+
+
+def _phrasings_approve(args: argparse.Namespace) -> int:
+    from ..core import load_settings
+
+    settings = load_settings(args.profile)
+    links = _links(settings)
+    kb = _open(args)
+    try:
+        writes = _audited(args, kb)
+        approved = []
+        for link_id in args.links:
+            link = links.approve(_actor(), link_id, writes, note=args.note)
+            approved.append(link)
+            print(
+                f"approved {link.id}: {link.query[:80]!r} is a phrasing of "
+                f"{link.collection}/{link.entry_id} (KB version {link.kb_version})"
+            )
+        if not args.skip_match_vectors:
+            for name in sorted({link.collection for link in approved}):
+                ids = [link.entry_id for link in approved if link.collection == name]
+                _match_vectors(settings, list(kb.collection(name).entries(ids).values()))
+    finally:
+        kb.close()
+    return 0
+
+
+def _phrasings_reject(args: argparse.Namespace) -> int:
+    from ..core import load_settings
+
+    links = _links(load_settings(args.profile))
+    for link_id in args.links:
+        link = links.reject(_actor(), link_id, args.reason)
+        print(f"rejected {link.id}: {link.query[:80]!r} is not {link.entry_id}'s")
+    return 0
+
+
+def _phrasings_export(args: argparse.Namespace) -> int:
+    from ..core import load_settings
+
+    rows = _links(load_settings(args.profile)).traffic(collection=args.collection)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    with args.output.open("w", encoding="utf-8") as sink:
+        for row in rows:
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(f"wrote {len(rows)} labelled queries to {args.output}")
     return 0

@@ -127,12 +127,18 @@ def _serve(args: argparse.Namespace) -> int:
             "prints a key",
             file=sys.stderr,
         )
+    settings = load_settings(args.profile)
+    from ..retrieval import PhrasingLinks, entry_questions
+
     server, sock = review_server(
         queue,
         annotators=annotators,
         host=args.host,
         port=args.port,
         allowed_hosts=args.allowed_host,
+        # Queries can be linked to the KB entry that answers them (an admin approves).
+        links=PhrasingLinks(queue.db, max_query_chars=settings.retrieval.max_question_chars),
+        questions=entry_questions(settings.data_dir / "retrieval"),
     )
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

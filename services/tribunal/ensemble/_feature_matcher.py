@@ -108,6 +108,8 @@ class FeatureMatcher:
             [item.candidate.answer for item in items],
             self.embedder,
             entry_embedder=self.entry_embedder,
+            # Several phrasings of an entry's question: each feature takes the best one.
+            phrasings=[item.candidate.phrasings() for item in items],
         )
         p_match = self.artifact.p_match(values)
         return [
@@ -210,8 +212,9 @@ def precompute_entry_vectors(
     settings: Settings, entries: Sequence[KbEntry], *, progress: bool = False
 ) -> int:
     """Embed, with the feature matcher's model, the texts of ``entries`` it needs at match
-    time, into ``data_dir/vectors``, so that no query waits for an entry's first forward
-    pass. Returns how many texts were new (0 when every one was stored already, or when
+    time (each phrasing of the question, the answer, each phrasing + answer) into
+    ``data_dir/vectors``, so that no query waits for an entry's first forward pass.
+    Returns how many texts were new (0 when every one was stored already, or when
     ``ensemble.matcher`` is not ``features``)."""
     from tqdm import tqdm
 
@@ -222,7 +225,14 @@ def precompute_entry_vectors(
     _, embedder = _artifact_embedder(settings)
     store = _entry_store(settings, embedder)
     try:
-        texts = list(dict.fromkeys(t for e in entries for t in entry_texts(e.question, e.answer)))
+        texts = list(
+            dict.fromkeys(
+                text
+                for e in entries
+                for phrasing in (e.phrasings() or (e.question,))
+                for text in entry_texts(phrasing, e.answer)
+            )
+        )
         known = store.get(texts)
         new = [t for t in texts if t not in known]
         # Stored a block at a time: an interrupted run keeps what it embedded.

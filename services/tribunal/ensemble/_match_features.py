@@ -8,6 +8,10 @@ the served model sees exactly the features it was fitted on.
   query with the candidate's question, its answer, and question + " " + answer (the
   embedder returns normalised vectors, so the dot product is the cosine);
 - ``token_set``: rapidfuzz's token-set ratio / 100 of the query and the question.
+
+An entry with several phrasings of its question (``KbEntry.questions``) is one answer
+asked several ways: each question feature is the maximum over its phrasings (the
+phrasing closest to the query decides), ``cos_answer`` is the answer's alone.
 """
 
 from __future__ import annotations
@@ -45,13 +49,53 @@ def match_feature_values(
     *,
     progress: bool = False,
     entry_embedder: Embedder | None = None,
+    phrasings: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, NDArray[np.float64]]:
     """The :data:`MATCH_FEATURES` of each (query, question, answer) triple.
 
     Every distinct text is embedded once (a batch of queries against one entry shares
     the entry's vectors); the entries' texts with ``entry_embedder`` where given (one
     that keeps them, :func:`precompute_entry_vectors`), else with ``embedder``.
+
+    ``phrasings``: per triple, every phrasing of its entry's question (``questions[i]``
+    among them); the question features are then maxima over them.
     """
+    if phrasings is None:
+        return _pair_feature_values(
+            queries, questions, answers, embedder, progress=progress, entry_embedder=entry_embedder
+        )
+    if not len(phrasings) == len(queries) == len(answers):
+        raise ValueError("queries, phrasings and answers differ in length")
+    owner = [i for i, texts in enumerate(phrasings) for _ in (texts or [questions[i]])]
+    flat = [text for i, texts in enumerate(phrasings) for text in (texts or [questions[i]])]
+    values = _pair_feature_values(
+        [queries[i] for i in owner],
+        flat,
+        [answers[i] for i in owner],
+        embedder,
+        progress=progress,
+        entry_embedder=entry_embedder,
+    )
+    rows = np.asarray(owner, dtype=np.int64)
+    out: dict[str, NDArray[np.float64]] = {}
+    for name, column in values.items():
+        # The question features: the best phrasing's; cos_answer is the same for every
+        # phrasing of an entry, so its maximum is itself.
+        reduced = np.full(len(queries), -np.inf)
+        np.maximum.at(reduced, rows, column)
+        out[name] = reduced
+    return out
+
+
+def _pair_feature_values(
+    queries: Sequence[str],
+    questions: Sequence[str],
+    answers: Sequence[str],
+    embedder: Embedder,
+    *,
+    progress: bool,
+    entry_embedder: Embedder | None,
+) -> dict[str, NDArray[np.float64]]:
     from rapidfuzz import fuzz, utils
 
     if not len(queries) == len(questions) == len(answers):

@@ -54,7 +54,7 @@ from ._metrics import record_decision
 from ._stages import Deadline, FailureKind, StageError, StageTransport, call_stage
 from ._trace import RequestTrace
 
-__all__ = ["ANSWER_STAGES", "AnswerPipeline", "CandidateSignals"]
+__all__ = ["ANSWER_CLASS_KEY", "ANSWER_STAGES", "AnswerPipeline", "CandidateSignals", "answer_key"]
 
 ANSWER_STAGES = ("retrieval", "ensemble", "confidence")
 """The stages ``Answer`` calls: no entailment (evidence is checked when an entry is
@@ -641,17 +641,36 @@ def _audit_signals(
         trace.signals[hit.entry.id] = record
 
 
+ANSWER_CLASS_KEY = "answer_class"
+"""Entry metadata naming the entry's answer class: entries with the same value are one
+answer (e.g. the reviewed classes of ``tribunal answer-classes build``)."""
+
+
+def answer_key(hit: retrieval_pb2.SearchHit) -> str:
+    """What makes two candidates the same answer: the same ``answer_class`` metadata, or
+    else the same answer text, case and spacing aside (two entries serving one answer —
+    an FAQ question filed twice, or once per phrasing — are one answer, not rivals)."""
+    named = hit.entry.metadata.get(ANSWER_CLASS_KEY, "").strip()
+    if named:
+        return "class:" + named
+    return "text:" + " ".join(hit.entry.answer.split()).casefold()
+
+
 def _candidate_signals(
     candidates: Sequence[retrieval_pb2.SearchHit], matches: Sequence[ensemble_pb2.MatchResponse]
 ) -> list[confidence_pb2.Signals]:
-    """Each candidate's signals, with its P(match) margin over the query's other candidates
-    (how clearly it beats them; absent when there is only one)."""
+    """Each candidate's signals, with its P(match) margin over the query's candidates that
+    give *another answer* (how clearly it beats the alternatives; absent when no candidate
+    gives another answer). Phrasings of one entry are one candidate already; candidates
+    with the same answer text are one answer (:func:`answer_key`), so the same answer
+    filed twice does not cancel its own margin."""
     signals = [_signals(hit, match) for hit, match in zip(candidates, matches, strict=True)]
-    if len(matches) > 1:
-        p_match = [match.p_match for match in matches]
-        for index, item in enumerate(signals):
-            best_other = max(p for other, p in enumerate(p_match) if other != index)
-            item.ensemble_p_match_margin = p_match[index] - best_other
+    keys = [answer_key(hit) for hit in candidates]
+    p_match = [match.p_match for match in matches]
+    for index, item in enumerate(signals):
+        rivals = [p for other, p in enumerate(p_match) if keys[other] != keys[index]]
+        if rivals:
+            item.ensemble_p_match_margin = p_match[index] - max(rivals)
     return signals
 
 

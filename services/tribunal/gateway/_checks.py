@@ -191,6 +191,7 @@ def _domain_entry(entry: common_pb2.KbEntry) -> KbEntry:
         question=entry.question,
         answer=entry.answer,
         chunks=tuple(DomainChunk(c.id, c.text, c.title) for c in entry.chunks),
+        questions=tuple(entry.questions),
     )
 
 

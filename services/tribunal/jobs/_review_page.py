@@ -49,6 +49,9 @@ kbd { font-family: ui-monospace, monospace; border: 1px solid #aaa; border-radiu
 .turn .found { font-size: .8rem; color: #666; }
 dialog { border-radius: 6px; border: 1px solid #888; }
 dialog td { padding: .15rem .6rem; }
+.link-row { border-top: 1px solid #ccc; padding: .6rem 0; }
+.link-row button { display: block; margin: .25rem 0; text-align: left; }
+.link-query { font-weight: 600; margin: 0; }
 @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
 """
 
@@ -95,6 +98,7 @@ function signedOut() {
   $("signed-in").hidden = true;
   $("item").hidden = true;
   $("debate").hidden = true;
+  $("links").hidden = true;
 }
 
 async function next() {
@@ -191,6 +195,69 @@ function skip() {
   next();
 }
 
+async function showLinks() {
+  if (!state.annotator) { say("Sign in with your annotator key first."); return; }
+  $("item").hidden = true;
+  $("debate").hidden = true;
+  $("links").hidden = false;
+  try {
+    const decision = encodeURIComponent($("link-decision").value);
+    const body = await api("/api/linkable?decision=" + decision);
+    $("link-list").replaceChildren(...body.decisions.map(linkRow));
+    $("no-links").hidden = body.decisions.length > 0;
+    say("");
+  } catch (error) {
+    say("Error: " + error.message);
+  }
+}
+
+function linkRow(row) {
+  const box = el("div", undefined, "link-row");
+  box.append(el("p", row.query, "link-query"));
+  const why = row.reason ? " (" + row.reason + ")" : "";
+  box.append(el("div", row.collection + " · " + row.decision + why, "who"));
+  const status = el("div", row.linked.length ? "linked to " + row.linked.join(", ") : "", "found");
+  for (const candidate of row.candidates) {
+    const text = candidate.question ? candidate.id + ": " + candidate.question : candidate.id;
+    const button = el("button", "Answers it → " + text);
+    button.type = "button";
+    button.addEventListener("click", () => link(row, candidate.id, status));
+    box.append(button);
+  }
+  const form = el("form");
+  const input = el("input");
+  input.placeholder = "another entry id";
+  input.maxLength = 256;
+  const submit = el("button", "Link");
+  submit.type = "submit";
+  form.append(input, submit);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (input.value.trim()) link(row, input.value.trim(), status);
+  });
+  box.append(form, status);
+  return box;
+}
+
+async function link(row, entryId, status) {
+  try {
+    const body = await api("/api/link", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ audit_id: row.audit_id, entry_id: entryId }),
+    });
+    status.textContent = (body.created ? "linked to " : "already linked to ") + entryId
+      + " (" + body.link.status + "; an admin approves it as a phrasing)";
+  } catch (error) {
+    status.textContent = "Error: " + error.message;
+  }
+}
+
+function hideLinks() {
+  $("links").hidden = true;
+  next();
+}
+
 function toggleHelp() {
   const help = $("help");
   if (help.open) help.close(); else help.showModal();
@@ -224,6 +291,9 @@ $("relevant").addEventListener("click", () => vote("relevant"));
 $("irrelevant").addEventListener("click", () => vote("irrelevant"));
 $("skip").addEventListener("click", skip);
 $("help-button").addEventListener("click", toggleHelp);
+$("links-button").addEventListener("click", showLinks);
+$("links-back").addEventListener("click", hideLinks);
+$("link-decision").addEventListener("change", showLinks);
 $("help-close").addEventListener("click", () => $("help").close());
 
 document.addEventListener("keydown", (event) => {
@@ -232,7 +302,7 @@ document.addEventListener("keydown", (event) => {
   if (event.target instanceof HTMLInputElement) return;
   const key = event.key;
   if (key === "?") { toggleHelp(); event.preventDefault(); return; }
-  if ($("help").open) return;
+  if ($("help").open || !$("links").hidden) return;
   if (key === "r" || key === "R" || key === "1") vote("relevant");
   else if (key === "i" || key === "I" || key === "0") vote("irrelevant");
   else if (key === "s" || key === "S") skip();
@@ -256,6 +326,8 @@ _BODY = """
   <span id="signed-in" hidden>Signed in as <strong id="name"></strong>
     <button id="signout" type="button">Sign out</button></span>
   <span id="progress" aria-live="polite">0 labelled</span>
+  <button id="links-button" type="button"
+    title="Link queries to the KB entry that answers them">Link queries</button>
   <button id="help-button" type="button" title="Keyboard shortcuts">?</button>
 </header>
 <main>
@@ -279,6 +351,20 @@ _BODY = """
       <button id="irrelevant" type="button"><kbd>I</kbd> Irrelevant</button>
       <button id="skip" type="button"><kbd>S</kbd> Skip</button>
     </div>
+  </section>
+  <section id="links" hidden>
+    <h2>Queries to link</h2>
+    <p class="instruction">Which KB entry answers the query? A link becomes a new phrasing of
+      that entry once an admin approves it.</p>
+    <label>Decisions <select id="link-decision">
+      <option value="FALLBACK">fell back</option>
+      <option value="ACCEPT">accepted</option>
+      <option value="ESCALATE">escalated</option>
+      <option value="ANY">all</option>
+    </select></label>
+    <button id="links-back" type="button">Back to labelling</button>
+    <p id="no-links" hidden>(no such queries)</p>
+    <div id="link-list"></div>
   </section>
   <section id="debate" hidden>
     <h2>Debate history <span id="outcome"></span></h2>

@@ -12,6 +12,12 @@ the page's own inline script and style (by hash). Attention checks look like any
 item here: the API never says which items are checks, nor whether a vote was right
 (``tribunal review stats`` does).
 
+The page also lets a signed-in annotator link a gateway query to the KB entry that
+answers it: ``GET /api/linkable[?decision=FALLBACK|ACCEPT|ESCALATE|ANY]`` lists recent
+``Answer`` decisions (fallen back by default) with their candidates, ``POST /api/link``
+``{"audit_id", "entry_id"}`` records the link as pending; an admin approves it as a new
+phrasing of the entry (``tribunal kb phrasings approve``).
+
 Requests from elsewhere are refused: a ``Host`` outside the allowlist gets 403 (a
 DNS-rebinding page cannot reach the API under its own name), and every API call
 must carry the ``X-Tribunal-Review`` header, which a cross-site form or image cannot
@@ -25,8 +31,8 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -50,6 +56,9 @@ from ..core.server import is_loopback
 from ._review import ReviewQueue, item_view
 from ._review_annotators import AnnotatorRegistry
 from ._review_page import HEADERS, PAGE
+
+if TYPE_CHECKING:
+    from ..retrieval import PhrasingLinks
 
 __all__ = [
     "CSRF_HEADER",
@@ -167,17 +176,28 @@ def _failure(exc: TribunalError) -> JSONResponse:
 
 
 Handler = Callable[[Request, str], Awaitable[Response]]
+EntryQuestions = Callable[[str, Sequence[str]], Mapping[str, str]]
+"""(collection, entry ids) -> the question of each entry found (for the link list)."""
+_LINKABLE = ("FALLBACK", "ACCEPT", "ESCALATE")
+_MAX_LINKABLE = 100
 
 
 class _ReviewApi:
     """The API's endpoints: who is signed in, the next item, votes, progress."""
 
     def __init__(
-        self, queue: ReviewQueue, annotators: AnnotatorRegistry, allowed: frozenset[str]
+        self,
+        queue: ReviewQueue,
+        annotators: AnnotatorRegistry,
+        allowed: frozenset[str],
+        links: PhrasingLinks | None = None,
+        questions: EntryQuestions | None = None,
     ) -> None:
         self.queue = queue
         self.annotators = annotators
         self.allowed = allowed
+        self.links = links
+        self.questions = questions
 
     async def signed_in(self, request: Request) -> str:
         """The annotator of a same-site request with a valid key (cookie, or bearer)."""
@@ -269,6 +289,76 @@ class _ReviewApi:
         summary.pop("attention_votes", None)
         return JSONResponse(summary)
 
+    def _links(self) -> PhrasingLinks:
+        if self.links is None:
+            raise FailedPreconditionError("linking queries to KB entries is off on this server")
+        return self.links
+
+    async def linkable(self, request: Request, _annotator: str) -> Response:
+        """Recent Answer decisions to link, newest first, with their candidates."""
+        links = self._links()
+        wanted = request.query_params.get("decision", "FALLBACK").upper()
+        if wanted not in (*_LINKABLE, "ANY"):
+            raise InvalidArgumentError(
+                f"decision {wanted!r}: use {', '.join(_LINKABLE)} or ANY", field="decision"
+            )
+        limit = _bounded_int(request.query_params.get("limit", "20"), "limit", _MAX_LINKABLE)
+        decisions = await run_in_threadpool(
+            self.queue.db.decisions,
+            kind="answer",
+            decision=None if wanted == "ANY" else wanted,
+            limit=limit,
+        )
+        decisions = [d for d in decisions if d.collection]
+        linked = await run_in_threadpool(links.linked_decisions, [d.id for d in decisions])
+        rows = []
+        for record in decisions:
+            ids = list(record.candidate_ids)
+            if self.questions is not None and ids:
+                found = await run_in_threadpool(self.questions, record.collection, ids)
+            else:
+                found = {}
+            rows.append(
+                {
+                    "audit_id": record.id,
+                    "query": record.query,
+                    "collection": record.collection,
+                    "decision": record.decision,
+                    "reason": record.reason,
+                    "created_at": record.created_at.isoformat() if record.created_at else None,
+                    "candidates": [{"id": i, "question": found.get(i, "")} for i in ids],
+                    "linked": linked.get(record.id, []),
+                }
+            )
+        return JSONResponse({"decisions": rows}, headers={"Cache-Control": "no-store"})
+
+    async def link(self, request: Request, annotator: str) -> Response:
+        """Link a decision's query to the entry that answers it (pending an admin)."""
+        links = self._links()
+        body = _json_body(request.headers.get("content-type", ""), await request.body())
+        if not isinstance(body, dict):
+            raise InvalidArgumentError("the link must be a JSON object")
+        values = [body.get(name) for name in ("audit_id", "entry_id")]
+        for name, value in zip(("audit_id", "entry_id"), values, strict=True):
+            if not isinstance(value, str):
+                raise InvalidArgumentError(f"{name} must be a string", field=name)
+        link, created = await run_in_threadpool(
+            lambda: links.propose(annotator, audit_id=str(values[0]), entry_id=str(values[1]))
+        )
+        return JSONResponse(
+            {"link": link.to_json(), "created": created}, status_code=201 if created else 200
+        )
+
+
+def _bounded_int(value: str, name: str, limit: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise InvalidArgumentError(f"{name} must be a whole number", field=name) from None
+    if not 1 <= number <= limit:
+        raise InvalidArgumentError(f"{name} must be between 1 and {limit}", field=name)
+    return number
+
 
 def _page(_request: Request) -> Response:
     return HTMLResponse(PAGE, headers=HEADERS)
@@ -282,10 +372,15 @@ def create_app(
     queue: ReviewQueue,
     annotators: AnnotatorRegistry,
     allowed_hosts: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"}),
+    *,
+    links: PhrasingLinks | None = None,
+    questions: EntryQuestions | None = None,
 ) -> ASGIApp:
     """The review app on ``queue``, for the annotators of ``annotators``, answering only
-    for ``allowed_hosts``. Database calls run in Starlette's thread pool."""
-    api = _ReviewApi(queue, annotators, allowed_hosts)
+    for ``allowed_hosts``; with ``links``, queries can be linked to KB entries
+    (``questions`` shows the candidates' questions). Database calls run in Starlette's
+    thread pool."""
+    api = _ReviewApi(queue, annotators, allowed_hosts, links, questions)
     app = Starlette(
         routes=[
             Route("/", _page),
@@ -293,6 +388,8 @@ def create_app(
             Route("/api/next", api.guarded(api.next_item)),
             Route("/api/vote", api.guarded(api.vote), methods=["POST"]),
             Route("/api/stats", api.guarded(api.stats)),
+            Route("/api/linkable", api.guarded(api.linkable)),
+            Route("/api/link", api.guarded(api.link), methods=["POST"]),
             Route("/healthz", _health),
         ]
     )
@@ -319,6 +416,8 @@ def review_server(
     host: str = "127.0.0.1",
     port: int = 8765,
     allowed_hosts: Iterable[str] = (),
+    links: PhrasingLinks | None = None,
+    questions: EntryQuestions | None = None,
 ) -> tuple[uvicorn.Server, socket.socket]:
     """A uvicorn server for the app and its bound socket (port 0 picks a free port).
 
@@ -340,6 +439,8 @@ def review_server(
             f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port", field="port"
         ) from None
     config = uvicorn.Config(
-        create_app(queue, registry, allowed), log_level="warning", access_log=False
+        create_app(queue, registry, allowed, links=links, questions=questions),
+        log_level="warning",
+        access_log=False,
     )
     return uvicorn.Server(config), sock

@@ -15,7 +15,15 @@ Files are JSONL in three record formats (:data:`RecordFormat`): ``faq``, ``corpu
 
 from ._chunking import chunk_sentences, chunk_text
 from ._digest import answer_sha256, entry_sha256, sha256_hex
-from ._entry import ANSWER_UNIT_ID, QUESTION_UNIT_ID, Chunk, KbEntry, self_sourced
+from ._entry import (
+    ANSWER_UNIT_ID,
+    QUESTION_UNIT_ID,
+    Chunk,
+    KbEntry,
+    phrasing_index,
+    phrasing_unit_id,
+    self_sourced,
+)
 from ._ingest import deduplicate, entry_from_record, entry_to_record, read_entries
 from ._wire import entry_from_proto, entry_to_proto
 
@@ -33,6 +41,8 @@ __all__ = [
     "entry_sha256",
     "entry_to_proto",
     "entry_to_record",
+    "phrasing_index",
+    "phrasing_unit_id",
     "read_entries",
     "self_sourced",
     "sha256_hex",

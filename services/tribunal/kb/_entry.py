@@ -10,12 +10,38 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["ANSWER_UNIT_ID", "QUESTION_UNIT_ID", "Chunk", "KbEntry", "self_sourced"]
+__all__ = [
+    "ANSWER_UNIT_ID",
+    "QUESTION_UNIT_ID",
+    "Chunk",
+    "KbEntry",
+    "phrasing_index",
+    "phrasing_unit_id",
+    "self_sourced",
+]
 
 QUESTION_UNIT_ID = "question"
 """``matched_chunk_id`` of a hit whose question text matched best."""
 ANSWER_UNIT_ID = "answer"
 """``matched_chunk_id`` of a hit matched on its answer (entries without chunks only)."""
+_PHRASING_PREFIX = QUESTION_UNIT_ID + ":"
+
+
+def phrasing_unit_id(index: int) -> str:
+    """The unit id of an entry's phrasing ``index`` (0: ``question``; i: ``questions[i-1]``,
+    as ``question:i``)."""
+    return QUESTION_UNIT_ID if index == 0 else f"{_PHRASING_PREFIX}{index}"
+
+
+def phrasing_index(unit_id: str) -> int | None:
+    """Which phrasing a unit id names (see :func:`phrasing_unit_id`); None for a chunk or
+    the answer."""
+    if unit_id == QUESTION_UNIT_ID:
+        return 0
+    suffix = unit_id.removeprefix(_PHRASING_PREFIX)
+    if suffix != unit_id and suffix.isdigit() and suffix[0] != "0":
+        return int(suffix)
+    return None
 
 
 @dataclass(frozen=True)
@@ -48,16 +74,25 @@ class KbEntry:
     """Source, language, review date, ..."""
     chunks: tuple[Chunk, ...] = ()
     """Supporting passages."""
+    questions: tuple[str, ...] = ()
+    """More phrasings of the same question (paraphrases users ask); searched like
+    ``question``, and the entry is still one candidate with one answer."""
+
+    def phrasings(self) -> tuple[str, ...]:
+        """Every phrasing of the question: ``question`` first, then ``questions``; the
+        index of one in this tuple is the one :func:`phrasing_unit_id` names."""
+        return (self.question, *self.questions) if self.question.strip() else ()
 
     def search_units(self) -> list[tuple[str, str]]:
         """``(unit id, text)`` pairs the retrievers index for this entry.
 
-        The question (if any) and each chunk; an entry with neither chunks nor
-        question is indexed by its answer so that it can still be found.
+        Every phrasing of the question (``question``, ``question:1``, ...) and each chunk;
+        an entry with neither chunks nor question is indexed by its answer so that it can
+        still be found.
         """
-        units: list[tuple[str, str]] = []
-        if self.question.strip():
-            units.append((QUESTION_UNIT_ID, self.question))
+        units: list[tuple[str, str]] = [
+            (phrasing_unit_id(i), text) for i, text in enumerate(self.phrasings()) if text.strip()
+        ]
         units.extend((chunk.id, chunk.indexed_text()) for chunk in self.chunks if chunk.text)
         if not self.chunks and self.answer.strip():
             units.append((ANSWER_UNIT_ID, self.answer))

@@ -3,7 +3,8 @@
 Three record formats, one JSON object per line:
 
 ``faq``
-    ``{"question", "answer", ...}`` (the COVID FAQ format): every other scalar
+    ``{"question", "answer", ...}`` (the COVID FAQ format; ``"questions"``, a list of
+    more phrasings of the question, is optional): every other scalar
     field becomes metadata; the answer, chunked, becomes the supporting
     chunks (titled with the question). The id is ``"id"`` when present, else
     ``faq-`` + a hash of question and answer, so re-ingesting the same file
@@ -13,8 +14,9 @@ Three record formats, one JSON object per line:
     no question or answer, whose chunks are the chunked text (a
     ``"sentences"`` list, when present, gives the sentence boundaries).
 ``entries``
-    The native form: ``{"id", "question", "answer", "metadata", "chunks":
-    [{"id", "text", "title"}]}``, written by :func:`entry_to_record`.
+    The native form: ``{"id", "question", "questions", "answer", "metadata", "chunks":
+    [{"id", "text", "title"}]}``, written by :func:`entry_to_record` (``questions``, more
+    phrasings of the question, only when there are some).
 
 ``auto`` picks the format from each record's keys.
 """
@@ -66,20 +68,35 @@ def _text(record: Mapping[str, Any], key: str, *, required: bool) -> str:
     return value
 
 
+def _phrasings(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The optional ``questions`` list: strings, stripped, in file order."""
+    value = record.get("questions")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(q, str) for q in value):
+        raise InvalidArgumentError(
+            "field 'questions' must be a list of strings (more phrasings of 'question')",
+            field="questions",
+        )
+    return tuple(q.strip() for q in value)
+
+
 def _faq_entry(record: Mapping[str, Any], max_chars: int) -> KbEntry:
     question = _text(record, "question", required=True).strip()
     answer = _text(record, "answer", required=True).strip()
     entry_id = str(record.get("id") or "")
     if not entry_id:
+        # The canonical question and the answer: adding a phrasing keeps the entry's id.
         digest = hashlib.sha256(f"{question}\x00{answer}".encode()).hexdigest()
         entry_id = f"faq-{digest[:16]}"
     metadata = {
         key: str(value)
         for key, value in record.items()
-        if key not in {"id", "question", "answer"} and isinstance(value, str | int | float | bool)
+        if key not in {"id", "question", "questions", "answer"}
+        and isinstance(value, str | int | float | bool)
     }
     chunks = chunk_text(answer, title=question, max_chars=max_chars)
-    return KbEntry(entry_id, question, answer, metadata, tuple(chunks))
+    return KbEntry(entry_id, question, answer, metadata, tuple(chunks), _phrasings(record))
 
 
 def _corpus_entry(record: Mapping[str, Any], max_chars: int) -> KbEntry:
@@ -120,6 +137,7 @@ def _native_entry(record: Mapping[str, Any]) -> KbEntry:
         _text(record, "answer", required=False),
         {str(k): str(v) for k, v in metadata.items()},
         chunks,
+        _phrasings(record),
     )
 
 
@@ -140,14 +158,22 @@ def entry_from_record(
 
 
 def entry_to_record(entry: KbEntry) -> dict[str, Any]:
-    """The native JSON form of an entry (``entries`` format)."""
-    return {
+    """The native JSON form of an entry (``entries`` format).
+
+    ``questions`` only when the entry has more phrasings: an entry without any keeps the
+    record, hence the version (sha256) and the collection's content version, it had
+    before phrasings existed.
+    """
+    record: dict[str, Any] = {
         "id": entry.id,
         "question": entry.question,
         "answer": entry.answer,
         "metadata": dict(entry.metadata),
         "chunks": [{"id": c.id, "text": c.text, "title": c.title} for c in entry.chunks],
     }
+    if entry.questions:
+        record["questions"] = list(entry.questions)
+    return record
 
 
 def read_entries(

@@ -15,6 +15,7 @@ def entry_from_proto(message: common_pb2.KbEntry) -> KbEntry:
         answer=message.answer,
         metadata=dict(message.metadata),
         chunks=tuple(Chunk(c.id, c.text, c.title) for c in message.chunks),
+        questions=tuple(message.questions),
     )
 
 
@@ -25,4 +26,5 @@ def entry_to_proto(entry: KbEntry) -> common_pb2.KbEntry:
         answer=entry.answer,
         metadata=dict(entry.metadata),
         chunks=[common_pb2.Chunk(id=c.id, text=c.text, title=c.title) for c in entry.chunks],
+        questions=list(entry.questions),
     )

@@ -18,6 +18,7 @@ Entries and their files are :mod:`tribunal.kb`; the embedders, :mod:`tribunal.em
 from ._change_audit import AuditedWrites
 from ._dense import DenseIndex
 from ._knowledge_base import KnowledgeBase, stored_content_version
+from ._phrasing_links import PhrasingLink, PhrasingLinks, entry_questions
 from ._rerank import load_profile_reranker
 from ._types import SearchMode, SearchQuery
 from ._verification import SERVABLE, VerificationVerdict
@@ -27,9 +28,12 @@ __all__ = [
     "AuditedWrites",
     "DenseIndex",
     "KnowledgeBase",
+    "PhrasingLink",
+    "PhrasingLinks",
     "SearchMode",
     "SearchQuery",
     "VerificationVerdict",
+    "entry_questions",
     "load_profile_reranker",
     "stored_content_version",
 ]

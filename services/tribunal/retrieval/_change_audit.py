@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ..core import UnavailableError
+from ..core import FailedPreconditionError, UnavailableError
 from ..core.storage import Database, KbChangeRow
 from ..kb import KbEntry, entry_sha256
 from ._knowledge_base import KnowledgeBase
@@ -151,12 +151,27 @@ class AuditedWrites:
         create: bool = False,
         self_evidenced: bool | None = None,
         progress: bool = False,
+        detail: dict[str, Any] | None = None,
+        expected_before: dict[str, str] | None = None,
     ) -> UpsertResult:
-        """``KnowledgeBase.upsert``, audited."""
+        """``KnowledgeBase.upsert``, audited; ``detail`` goes into each entry's change
+        record (e.g. the reviewed link a phrasing came from).
+
+        ``expected_before``: entry id -> the version (sha256) the caller read and changed;
+        when an entry is at another version by the time the write starts, nothing is
+        written (FAILED_PRECONDITION): a read-modify-write never drops a concurrent change.
+        """
         check_collection_name(collection)
         check_entries(entries, self.kb.settings)
         with self._lock(collection):
             before = self._versions(collection, [entry.id for entry in entries])
+            for entry_id, expected in (expected_before or {}).items():
+                if before.get(entry_id, "") != expected:
+                    raise FailedPreconditionError(
+                        f"entry {entry_id!r} of {collection!r} changed since it was read "
+                        "(another write came first): read it again and redo the change",
+                        field="entries",
+                    )
             policy_before = (
                 self.kb.collection(collection).self_evidenced
                 if self_evidenced is not None and collection in self.kb.collection_names()
@@ -178,6 +193,7 @@ class AuditedWrites:
                     before_sha256=before.get(entry.id, ""),
                     after_sha256=entry_sha256(entry),
                     kb_version=result.kb_version,
+                    detail=dict(detail or {}),
                 )
                 for entry in entries
             ]

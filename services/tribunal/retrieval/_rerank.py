@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..core import ConfigError
-from ..kb import QUESTION_UNIT_ID, KbEntry
+from ..kb import KbEntry, phrasing_index
 
 if TYPE_CHECKING:
     from ..core import Settings
@@ -53,8 +53,10 @@ class Reranker(Protocol):
 def rerank_passage(entry: KbEntry, unit_id: str) -> str:
     """The text a reranker judges for a hit: the matched unit, with the answer
     beside a matched question (a question alone does not say what the entry offers)."""
-    if unit_id == QUESTION_UNIT_ID:
-        return f"{entry.question}\n{entry.answer}".strip()
+    phrasing = phrasing_index(unit_id)
+    phrasings = entry.phrasings()
+    if phrasing is not None and phrasing < len(phrasings):
+        return f"{phrasings[phrasing]}\n{entry.answer}".strip()
     for chunk in entry.chunks:
         if chunk.id == unit_id:
             return chunk.indexed_text()

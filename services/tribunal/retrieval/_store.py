@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from ..kb import KbEntry, entry_from_record, entry_sha256, entry_to_record
 from ._verification import EntryVerification
 
-__all__ = ["EntryStore", "StoredUnits"]
+__all__ = ["EntryStore", "StoredUnits", "stored_questions"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -364,6 +364,24 @@ def _content_version(db: sqlite3.Connection) -> str:
     for entry_id, record in db.execute("SELECT id, record FROM entries ORDER BY id"):
         digest.update(f"{entry_id}\x00{_record_sha256(record)}\n".encode())
     return f"kb-{digest.hexdigest()[:16]}"
+
+
+def stored_questions(path: Path, entry_ids: Sequence[str]) -> dict[str, str]:
+    """The question of each of ``entry_ids`` stored in the collection file ``path``, read
+    without the embedder and read-only (the review page shows them); absent ids and a
+    missing file give nothing."""
+    if not path.is_file() or not entry_ids:
+        return {}
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    try:
+        out: dict[str, str] = {}
+        for entry_id in dict.fromkeys(entry_ids):
+            row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
+            if row is not None:
+                out[entry_id] = str(json.loads(row[0]).get("question", ""))
+        return out
+    finally:
+        db.close()
 
 
 def _verification_json(verification: EntryVerification) -> str:

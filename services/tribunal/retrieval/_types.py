@@ -57,7 +57,8 @@ class SearchHit:
     rank: int
     """1-based position in the final list."""
     matched_unit_id: str
-    """Chunk id, ``"question"`` or ``"answer"``: the unit that matched best."""
+    """Chunk id, ``"question"``, ``"question:i"`` (the phrasing ``questions[i-1]``) or
+    ``"answer"``: the unit that matched best."""
     dense_score: float | None = None
     dense_rank: int | None = None
     sparse_score: float | None = None

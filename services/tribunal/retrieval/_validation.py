@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ..core import InvalidArgumentError, ResourceExhaustedError, RetrievalSettings
-from ..kb import ANSWER_UNIT_ID, QUESTION_UNIT_ID, KbEntry
+from ..kb import ANSWER_UNIT_ID, QUESTION_UNIT_ID, KbEntry, phrasing_index
 from ._sparse import searchable_terms
 from ._types import SearchQuery
 
@@ -91,6 +91,7 @@ def _check_sizes(entry: KbEntry, settings: RetrievalSettings, where: str) -> Non
     _check_length(
         entry.question, settings.max_question_chars, "max_question_chars", f"{where}.question"
     )
+    _check_phrasings(entry, settings, where)
     _check_length(entry.answer, settings.max_answer_chars, "max_answer_chars", f"{where}.answer")
     if len(entry.chunks) > settings.max_chunks_per_item:
         raise InvalidArgumentError(
@@ -120,6 +121,47 @@ def _check_sizes(entry: KbEntry, settings: RetrievalSettings, where: str) -> Non
         )
 
 
+def _phrasing_key(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _check_phrasings(entry: KbEntry, settings: RetrievalSettings, where: str) -> None:
+    """``questions``: within the count limit, each non-empty, within the question length
+    limit, none repeating the question or another phrasing; only beside a question."""
+    if not entry.questions:
+        return
+    field = f"{where}.questions"
+    if len(entry.questions) > settings.max_questions_per_item:
+        raise InvalidArgumentError(
+            f"{field} has {len(entry.questions)} phrasings; the limit is "
+            f"{settings.max_questions_per_item} (retrieval.max_questions_per_item): keep the "
+            "most distinct ones",
+            field=field,
+        )
+    if not entry.question.strip():
+        raise InvalidArgumentError(
+            f"{field} is set but {where}.question is empty: put the canonical phrasing in "
+            "'question' and the others in 'questions'",
+            field=f"{where}.question",
+        )
+    seen = {_phrasing_key(entry.question): f"{where}.question"}
+    for j, text in enumerate(entry.questions):
+        here = f"{field}[{j}]"
+        if not text.strip():
+            raise InvalidArgumentError(
+                f"{here} is empty; drop it or write the phrasing", field=here
+            )
+        _check_length(text, settings.max_question_chars, "max_question_chars", here)
+        key = _phrasing_key(text)
+        if key in seen:
+            raise InvalidArgumentError(
+                f"{here} ({text[:40]!r}) repeats {seen[key]} (case and spaces aside); "
+                "send each phrasing once",
+                field=here,
+            )
+        seen[key] = here
+
+
 def _check_searchable(entry: KbEntry, where: str) -> None:
     """Every text the indexes take in has BM25 terms: a unit without any (only stopwords,
     symbols, emoji, NUL characters) could never be found by keywords."""
@@ -134,8 +176,11 @@ def _check_searchable(entry: KbEntry, where: str) -> None:
     for (unit_id, text), terms in zip(units, searchable_terms([t for _, t in units]), strict=True):
         if terms:
             continue
-        if unit_id == QUESTION_UNIT_ID:
+        phrasing = phrasing_index(unit_id)
+        if phrasing == 0:
             field = f"{where}.question"
+        elif phrasing is not None:
+            field = f"{where}.questions[{phrasing - 1}]"
         elif unit_id == ANSWER_UNIT_ID:
             field = f"{where}.answer"
         else:
@@ -168,10 +213,12 @@ def check_entries(entries: Sequence[KbEntry], settings: RetrievalSettings) -> No
         _check_sizes(entry, settings, where)
         chunk_ids = [chunk.id for chunk in entry.chunks]
         for j, chunk_id in enumerate(chunk_ids):
-            if not chunk_id.strip() or chunk_id in (QUESTION_UNIT_ID, ANSWER_UNIT_ID):
+            reserved = chunk_id == ANSWER_UNIT_ID or phrasing_index(chunk_id) is not None
+            if not chunk_id.strip() or reserved:
                 raise InvalidArgumentError(
                     f"{where}.chunks[{j}].id is {chunk_id!r}; chunk ids must be non-empty "
-                    f"and not {QUESTION_UNIT_ID!r} or {ANSWER_UNIT_ID!r}",
+                    f"and not {QUESTION_UNIT_ID!r}, '{QUESTION_UNIT_ID}:<n>' or "
+                    f"{ANSWER_UNIT_ID!r}",
                     field=f"{where}.chunks[{j}].id",
                 )
         repeated_chunks = _duplicates(chunk_ids)

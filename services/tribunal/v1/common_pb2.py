@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tribunal/v1/common.proto\x12\x0btribunal.v1\"0\n\x05\x43hunk\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\"\xc2\x01\n\x07KbEntry\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08question\x18\x02 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x03 \x01(\t\x12\x34\n\x08metadata\x18\x04 \x03(\x0b\x32\".tribunal.v1.KbEntry.MetadataEntry\x12\"\n\x06\x63hunks\x18\x05 \x03(\x0b\x32\x12.tribunal.v1.Chunk\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\">\n\nTokenUsage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x03\"3\n\x0cStageLatency\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x14\n\x0cmilliseconds\x18\x02 \x01(\x01\"\xd5\x02\n\nProvenance\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\x33\n\x06models\x18\x02 \x03(\x0b\x32#.tribunal.v1.Provenance.ModelsEntry\x12\x35\n\x07prompts\x18\x03 \x03(\x0b\x32$.tribunal.v1.Provenance.PromptsEntry\x12\x39\n\tartifacts\x18\x04 \x03(\x0b\x32&.tribunal.v1.Provenance.ArtifactsEntry\x1a-\n\x0bModelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a.\n\x0cPromptsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0e\x41rtifactsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*H\n\x05Label\x12\x15\n\x11LABEL_UNSPECIFIED\x10\x00\x12\x12\n\x0eLABEL_RELEVANT\x10\x01\x12\x14\n\x10LABEL_IRRELEVANT\x10\x02*g\n\x08\x44\x65\x63ision\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x44\x45\x43ISION_ACCEPT\x10\x01\x12\x15\n\x11\x44\x45\x43ISION_FALLBACK\x10\x02\x12\x15\n\x11\x44\x45\x43ISION_ESCALATE\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tribunal/v1/common.proto\x12\x0btribunal.v1\"0\n\x05\x43hunk\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\"\xd5\x01\n\x07KbEntry\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08question\x18\x02 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x03 \x01(\t\x12\x34\n\x08metadata\x18\x04 \x03(\x0b\x32\".tribunal.v1.KbEntry.MetadataEntry\x12\"\n\x06\x63hunks\x18\x05 \x03(\x0b\x32\x12.tribunal.v1.Chunk\x12\x11\n\tquestions\x18\x06 \x03(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\">\n\nTokenUsage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x03\"3\n\x0cStageLatency\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x14\n\x0cmilliseconds\x18\x02 \x01(\x01\"\xd5\x02\n\nProvenance\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\x33\n\x06models\x18\x02 \x03(\x0b\x32#.tribunal.v1.Provenance.ModelsEntry\x12\x35\n\x07prompts\x18\x03 \x03(\x0b\x32$.tribunal.v1.Provenance.PromptsEntry\x12\x39\n\tartifacts\x18\x04 \x03(\x0b\x32&.tribunal.v1.Provenance.ArtifactsEntry\x1a-\n\x0bModelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a.\n\x0cPromptsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0e\x41rtifactsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*H\n\x05Label\x12\x15\n\x11LABEL_UNSPECIFIED\x10\x00\x12\x12\n\x0eLABEL_RELEVANT\x10\x01\x12\x14\n\x10LABEL_IRRELEVANT\x10\x02*g\n\x08\x44\x65\x63ision\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x44\x45\x43ISION_ACCEPT\x10\x01\x12\x15\n\x11\x44\x45\x43ISION_FALLBACK\x10\x02\x12\x15\n\x11\x44\x45\x43ISION_ESCALATE\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,26 +39,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PROVENANCE_PROMPTSENTRY']._serialized_options = b'8\001'
   _globals['_PROVENANCE_ARTIFACTSENTRY']._loaded_options = None
   _globals['_PROVENANCE_ARTIFACTSENTRY']._serialized_options = b'8\001'
-  _globals['_LABEL']._serialized_start=749
-  _globals['_LABEL']._serialized_end=821
-  _globals['_DECISION']._serialized_start=823
-  _globals['_DECISION']._serialized_end=926
+  _globals['_LABEL']._serialized_start=768
+  _globals['_LABEL']._serialized_end=840
+  _globals['_DECISION']._serialized_start=842
+  _globals['_DECISION']._serialized_end=945
   _globals['_CHUNK']._serialized_start=41
   _globals['_CHUNK']._serialized_end=89
   _globals['_KBENTRY']._serialized_start=92
-  _globals['_KBENTRY']._serialized_end=286
-  _globals['_KBENTRY_METADATAENTRY']._serialized_start=239
-  _globals['_KBENTRY_METADATAENTRY']._serialized_end=286
-  _globals['_TOKENUSAGE']._serialized_start=288
-  _globals['_TOKENUSAGE']._serialized_end=350
-  _globals['_STAGELATENCY']._serialized_start=352
-  _globals['_STAGELATENCY']._serialized_end=403
-  _globals['_PROVENANCE']._serialized_start=406
-  _globals['_PROVENANCE']._serialized_end=747
-  _globals['_PROVENANCE_MODELSENTRY']._serialized_start=604
-  _globals['_PROVENANCE_MODELSENTRY']._serialized_end=649
-  _globals['_PROVENANCE_PROMPTSENTRY']._serialized_start=651
-  _globals['_PROVENANCE_PROMPTSENTRY']._serialized_end=697
-  _globals['_PROVENANCE_ARTIFACTSENTRY']._serialized_start=699
-  _globals['_PROVENANCE_ARTIFACTSENTRY']._serialized_end=747
+  _globals['_KBENTRY']._serialized_end=305
+  _globals['_KBENTRY_METADATAENTRY']._serialized_start=258
+  _globals['_KBENTRY_METADATAENTRY']._serialized_end=305
+  _globals['_TOKENUSAGE']._serialized_start=307
+  _globals['_TOKENUSAGE']._serialized_end=369
+  _globals['_STAGELATENCY']._serialized_start=371
+  _globals['_STAGELATENCY']._serialized_end=422
+  _globals['_PROVENANCE']._serialized_start=425
+  _globals['_PROVENANCE']._serialized_end=766
+  _globals['_PROVENANCE_MODELSENTRY']._serialized_start=623
+  _globals['_PROVENANCE_MODELSENTRY']._serialized_end=668
+  _globals['_PROVENANCE_PROMPTSENTRY']._serialized_start=670
+  _globals['_PROVENANCE_PROMPTSENTRY']._serialized_end=716
+  _globals['_PROVENANCE_ARTIFACTSENTRY']._serialized_start=718
+  _globals['_PROVENANCE_ARTIFACTSENTRY']._serialized_end=766
 # @@protoc_insertion_point(module_scope)

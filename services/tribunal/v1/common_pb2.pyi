@@ -38,7 +38,7 @@ class Chunk(_message.Message):
     def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ..., title: _Optional[str] = ...) -> None: ...
 
 class KbEntry(_message.Message):
-    __slots__ = ("id", "question", "answer", "metadata", "chunks")
+    __slots__ = ("id", "question", "answer", "metadata", "chunks", "questions")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -51,12 +51,14 @@ class KbEntry(_message.Message):
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    QUESTIONS_FIELD_NUMBER: _ClassVar[int]
     id: str
     question: str
     answer: str
     metadata: _containers.ScalarMap[str, str]
     chunks: _containers.RepeatedCompositeFieldContainer[Chunk]
-    def __init__(self, id: _Optional[str] = ..., question: _Optional[str] = ..., answer: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunks: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ...) -> None: ...
+    questions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., question: _Optional[str] = ..., answer: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunks: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ..., questions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TokenUsage(_message.Message):
     __slots__ = ("prompt_tokens", "completion_tokens")

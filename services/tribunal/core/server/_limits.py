@@ -35,6 +35,8 @@ REQUEST_LIMITS: dict[str, dict[str, str]] = {
     "tribunal.v1.KbEntry": {
         "id": ID,
         "question": "retrieval.max_question_chars",
+        "questions": "retrieval.max_questions_per_item",
+        "questions[]": "retrieval.max_question_chars",
         "answer": "retrieval.max_answer_chars",
         "metadata": "retrieval.max_metadata_per_item",
         "chunks": "retrieval.max_chunks_per_item",

@@ -45,6 +45,9 @@ class RetrievalSettings(Section):
     by the client)."""
     max_question_chars: int = Field(2_000, ge=1, le=1_000_000)
     """Longest KB entry question accepted, in characters."""
+    max_questions_per_item: int = Field(64, ge=0, le=10_000)
+    """Most extra phrasings (``questions``) of one KB entry's question; each is at most
+    ``max_question_chars`` long."""
     max_answer_chars: int = Field(20_000, ge=1, le=10_000_000)
     """Longest KB entry answer accepted, in characters."""
     max_chunk_chars: int = Field(20_000, ge=1, le=10_000_000)

@@ -5,7 +5,7 @@ audit_id = db.append_decision(DecisionRecord(kind="answer", query=q, decision="A
 """
 
 from ._database import Database, DecisionRecord, EscalationRecord
-from ._tables import AuditDecisionRow, Base, EscalationRow, KbChangeRow
+from ._tables import AuditDecisionRow, Base, EscalationRow, KbChangeRow, KbPhrasingLinkRow
 
 __all__ = [
     "AuditDecisionRow",
@@ -15,4 +15,5 @@ __all__ = [
     "EscalationRecord",
     "EscalationRow",
     "KbChangeRow",
+    "KbPhrasingLinkRow",
 ]

@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Float, Index, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, Float, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["AuditDecisionRow", "Base", "EscalationRow", "KbChangeRow"]
+__all__ = ["AuditDecisionRow", "Base", "EscalationRow", "KbChangeRow", "KbPhrasingLinkRow"]
 
 
 class Base(DeclarativeBase):
@@ -100,4 +100,39 @@ class KbChangeRow(Base):
     __table_args__ = (
         Index("ix_kb_changes_collection_entry", "collection", "entry_id", "created_at"),
         Index("ix_kb_changes_created_at", "created_at"),
+    )
+
+
+class KbPhrasingLinkRow(Base):
+    """A reviewed query linked to the KB entry that answers it: proposed on the review
+    page, then approved (the query becomes a phrasing of the entry, an audited KB change)
+    or rejected by an admin. One row per (collection, entry, query)."""
+
+    __tablename__ = "kb_phrasing_links"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_utcnow)
+    collection: Mapped[str] = mapped_column(String(128))
+    entry_id: Mapped[str] = mapped_column(String(256))
+    query: Mapped[str] = mapped_column(Text)
+    query_sha256: Mapped[str] = mapped_column(String(64))
+    """sha256 of the query with case and spacing normalised (the uniqueness key)."""
+    audit_id: Mapped[str] = mapped_column(String(32), default="")
+    """The gateway decision the query comes from (empty when added by hand)."""
+    proposed_by: Mapped[str] = mapped_column(String(128))
+    """The annotator (review page) or ``cli:<user>`` who linked it."""
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    """``pending``, ``approved`` or ``rejected``."""
+    decided_by: Mapped[str] = mapped_column(String(128), default="")
+    decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    """Why it was rejected (or a note on the approval)."""
+    kb_version: Mapped[int] = mapped_column(BigInteger, default=0)
+    """The collection's version once the approved phrasing was written (0 otherwise)."""
+
+    __table_args__ = (
+        UniqueConstraint(
+            "collection", "entry_id", "query_sha256", name="uq_kb_phrasing_links_query"
+        ),
+        Index("ix_kb_phrasing_links_status", "collection", "status", "created_at"),
     )
