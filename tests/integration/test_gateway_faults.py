@@ -41,6 +41,7 @@ def _gateway(database_url: str, **gateway: object) -> Iterator[Gateway]:
         database_url=database_url,
         confidence=script.confidence_settings,
         gateway={
+            "kb_trusted_keys": script.trusted_keys,
             "discovery": "grpc",
             "addresses": dict.fromkeys(
                 ("retrieval", "ensemble", "entailment", "confidence", "debate"), address

@@ -162,6 +162,7 @@ def _observe(
     from ..gateway._stages import StageError, StageTransport
     from ..gateway._wiring import connect_stages, serve_stages
     from ..retrieval._verification import checker_version
+    from ..retrieval._signing import trusted_keys
     from ..v1 import gateway_pb2, retrieval_pb2
 
     transport: StageTransport
@@ -177,6 +178,7 @@ def _observe(
         checker_version=checker_version(settings),
         rrf_k=settings.retrieval.rrf_k,
         bm25_k1=settings.retrieval.bm25_k1,
+        trusted_keys=trusted_keys(settings),
     )
     pipeline = AnswerPipeline(settings.gateway, transport, store=None, policy=policy)
     observed: list[list[ObservedCandidate]] = []

@@ -142,9 +142,13 @@ def _ingest(
     """The FAQ into ``collection`` under the ``self_evidenced`` policy, and (``match_vectors``)
     the feature matcher's vectors of its entries; its size."""
     from ..ensemble import precompute_entry_vectors
-    from ..retrieval import KnowledgeBase, deduplicate, read_entries
+    from ..retrieval import KnowledgeBase, deduplicate, key_paths, read_entries, writer_signer
 
-    kb = KnowledgeBase.from_settings(settings)
+    # The demo is the KB's writer: it signs what it ingests (the key is made at first use).
+    signer, created = writer_signer(settings)
+    if created:
+        print(f"created the KB signing key {signer.key_id} at {key_paths(settings)[0]} (0600)")
+    kb = KnowledgeBase.from_settings(settings, signer=signer)
     try:
         entries, _ = deduplicate(
             read_entries(

@@ -30,7 +30,7 @@ from ..deploy import SERVICES
 
 __all__ = ["LocalTransport"]
 
-_WRITES = frozenset({("retrieval", "Upsert"), ("retrieval", "Delete")})
+_WRITES = frozenset({("retrieval", "Upsert"), ("retrieval", "Delete"), ("retrieval", "Sign")})
 """Methods that change the KB: they need a caller's credential, which a direct call has not."""
 
 

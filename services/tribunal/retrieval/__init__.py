@@ -33,6 +33,7 @@ from ._ingest import (
     entry_from_record,
     entry_to_record,
     read_entries,
+    read_entries_checked,
 )
 from ._knowledge_base import KnowledgeBase, VerifyReport
 from ._rerank import (
@@ -43,6 +44,21 @@ from ._rerank import (
     load_profile_reranker,
     rerank_passage,
     rerank_prompt,
+)
+from ._signing import (
+    ENTRY_KIND,
+    HEAD_KIND,
+    KbSigner,
+    SignatureProblem,
+    SignedRecord,
+    TrustedKeys,
+    canonical_record,
+    entry_record,
+    head_record,
+    key_paths,
+    parse_record,
+    trusted_keys,
+    writer_signer,
 )
 from ._sparse import SparseIndex
 from ._types import (
@@ -56,6 +72,7 @@ from ._types import (
     SearchMode,
     SearchQuery,
     SearchResult,
+    SignResult,
     UpsertResult,
 )
 from ._vector_store import VectorStore
@@ -75,6 +92,8 @@ from ._verification import (
 
 __all__ = [
     "ANSWER_UNIT_ID",
+    "ENTRY_KIND",
+    "HEAD_KIND",
     "QUESTION_UNIT_ID",
     "SERVABLE",
     "AuditedWrites",
@@ -93,6 +112,7 @@ __all__ = [
     "KbChange",
     "KbChangeLog",
     "KbEntry",
+    "KbSigner",
     "KnowledgeBase",
     "LazyReranker",
     "LlmReranker",
@@ -104,7 +124,11 @@ __all__ = [
     "SearchQuery",
     "SearchResult",
     "SentenceTransformerEmbedder",
+    "SignResult",
+    "SignatureProblem",
+    "SignedRecord",
     "SparseIndex",
+    "TrustedKeys",
     "UnitMatch",
     "UpsertResult",
     "VectorStore",
@@ -112,19 +136,25 @@ __all__ = [
     "VerifyReport",
     "WrappingEmbedder",
     "answer_sha256",
+    "canonical_record",
     "checker_version",
     "choose_index_type",
     "chunk_sentences",
     "chunk_text",
     "deduplicate",
     "entry_from_record",
+    "entry_record",
     "entry_sha256",
     "entry_to_record",
     "gpu_count",
+    "head_record",
+    "key_paths",
     "load_profile_embedder",
     "load_profile_reranker",
+    "parse_record",
     "prefetch_query_vectors",
     "read_entries",
+    "read_entries_checked",
     "reciprocal_rank_fusion",
     "rerank_passage",
     "rerank_prompt",
@@ -132,4 +162,6 @@ __all__ = [
     "shared_profile_embedder",
     "split_claims",
     "split_sentences",
+    "trusted_keys",
+    "writer_signer",
 ]

@@ -14,6 +14,7 @@ __all__ = [
     "check_collection_name",
     "check_delete_ids",
     "check_entries",
+    "check_entry",
     "check_query",
 ]
 
@@ -147,6 +148,32 @@ def _check_searchable(entry: KbEntry, where: str) -> None:
         )
 
 
+def check_entry(entry: KbEntry, settings: RetrievalSettings, where: str) -> None:
+    """One entry: id present, within the size limits, chunk ids unique, searchable
+    (``where`` names it in messages: ``entries[3]``, ``kb.jsonl:12``)."""
+    if not entry.id.strip():
+        raise InvalidArgumentError(
+            f"{where}.id is empty; every entry needs a non-empty id", field=f"{where}.id"
+        )
+    _check_sizes(entry, settings, where)
+    chunk_ids = [chunk.id for chunk in entry.chunks]
+    for j, chunk_id in enumerate(chunk_ids):
+        if not chunk_id.strip() or chunk_id in (QUESTION_UNIT_ID, ANSWER_UNIT_ID):
+            raise InvalidArgumentError(
+                f"{where}.chunks[{j}].id is {chunk_id!r}; chunk ids must be non-empty "
+                f"and not {QUESTION_UNIT_ID!r} or {ANSWER_UNIT_ID!r}",
+                field=f"{where}.chunks[{j}].id",
+            )
+    repeated_chunks = _duplicates(chunk_ids)
+    if repeated_chunks:
+        raise InvalidArgumentError(
+            f"entry {entry.id!r} repeats chunk id(s) {repeated_chunks}; "
+            "chunk ids must be unique within an entry",
+            field=f"{where}.chunks",
+        )
+    _check_searchable(entry, where)
+
+
 def check_entries(entries: Sequence[KbEntry], settings: RetrievalSettings) -> None:
     """Non-empty, within the size limits, ids present and unique, each entry searchable
     (every indexed text has keyword-search terms)."""
@@ -159,28 +186,7 @@ def check_entries(entries: Sequence[KbEntry], settings: RetrievalSettings) -> No
             field="entries",
         )
     for i, entry in enumerate(entries):
-        where = f"entries[{i}]"
-        if not entry.id.strip():
-            raise InvalidArgumentError(
-                f"{where}.id is empty; every entry needs a non-empty id", field=f"{where}.id"
-            )
-        _check_sizes(entry, settings, where)
-        chunk_ids = [chunk.id for chunk in entry.chunks]
-        for j, chunk_id in enumerate(chunk_ids):
-            if not chunk_id.strip() or chunk_id in (QUESTION_UNIT_ID, ANSWER_UNIT_ID):
-                raise InvalidArgumentError(
-                    f"{where}.chunks[{j}].id is {chunk_id!r}; chunk ids must be non-empty "
-                    f"and not {QUESTION_UNIT_ID!r} or {ANSWER_UNIT_ID!r}",
-                    field=f"{where}.chunks[{j}].id",
-                )
-        repeated_chunks = _duplicates(chunk_ids)
-        if repeated_chunks:
-            raise InvalidArgumentError(
-                f"entry {entry.id!r} repeats chunk id(s) {repeated_chunks}; "
-                "chunk ids must be unique within an entry",
-                field=f"{where}.chunks",
-            )
-        _check_searchable(entry, where)
+        check_entry(entry, settings, f"entries[{i}]")
     repeated = _duplicates([entry.id for entry in entries])
     if repeated:
         raise InvalidArgumentError(

@@ -113,5 +113,10 @@ class RetrievalSettings(Section):
     verdict_cache: Path | None = None
     """SQLite file of verification verdicts by (answer, chunks, checker version), so a
     re-ingested entry is not checked again; null: ``data_dir/retrieval/verdict-cache.sqlite3``."""
+    signing_key_file: Path | None = None
+    """Ed25519 private key (PEM) the KB's writer signs served records with: read only by
+    the admin commands (``tribunal kb ingest|delete|verify|sign``, ``tribunal demo``),
+    never by a retrieval server. Created (0600) at first use, its public key written to
+    ``gateway.kb_trusted_keys``; null: ``data_dir/keys/kb-signing.key``."""
     deployment: DeploymentSettings = DeploymentSettings()
     """Ray Serve deployment options."""
