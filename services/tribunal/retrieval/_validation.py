@@ -64,6 +64,19 @@ def check_batch(queries: Sequence[SearchQuery], settings: RetrievalSettings) -> 
         )
     for i, query in enumerate(queries):
         check_query(query, settings, prefix=f"searches[{i}].")
+    reranked = sum(1 for query in queries if query.rerank)
+    passages = reranked * settings.rerank_head
+    if passages > settings.max_rerank_passages_per_request:
+        # Reranking is the slow part (an LLM judges every passage): bounded per request so
+        # that one caller cannot hold the reranker for minutes.
+        most = settings.max_rerank_passages_per_request // settings.rerank_head
+        raise ResourceExhaustedError(
+            f"{reranked} searches ask for rerank ({passages} passages to rerank); one "
+            f"request may rerank at most {settings.max_rerank_passages_per_request} "
+            f"(retrieval.max_rerank_passages_per_request): send at most {most} reranked "
+            "searches per request",
+            field="searches",
+        )
 
 
 def _duplicates(ids: Sequence[str]) -> list[str]:
