@@ -215,9 +215,9 @@ def _start_gateway(settings: Settings) -> tuple[ServiceHost, int]:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    import grpc
     from tqdm import tqdm
 
+    from ..core.server import open_channel
     from ..v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
 
     settings = _in_process_settings(args.profile, args.plain_threshold, args.alpha)
@@ -236,7 +236,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     rows: list[dict[str, Any]] = []
     try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        with open_channel(f"127.0.0.1:{port}") as channel:
             stub = gateway_pb2_grpc.GatewayServiceStub(channel)  # type: ignore[no-untyped-call]
             for query, expected in tqdm(questions, desc="answering", unit="query"):
                 asked = time.perf_counter()

@@ -1,5 +1,6 @@
 """The gRPC runtime shared by every service (this package may import grpc; domain code may not)."""
 
+from ._channel import bearer_metadata, open_channel
 from ._admission import Admission, AdmissionInterceptor
 from ._auth import OPEN_PREFIXES, UNCHECKED, AuthInterceptor, Caller, authorize, caller_of
 from ._credentials import (
@@ -61,6 +62,8 @@ __all__ = [
     "ServiceHost",
     "UndecodableRequest",
     "abort_with_error",
+    "bearer_metadata",
+    "open_channel",
     "authorize",
     "caller_of",
     "check_exposure",

@@ -114,6 +114,12 @@ class RetrievalSettings(Section):
     served until ``tribunal kb verify`` checks them)."""
     verifier_address: str = ""
     """``verifier: service``: the entailment service's ``host:port``."""
+    verifier_tls_ca_file: Path | None = None
+    """``verifier: service``: PEM CA of the entailment service's TLS certificate; set, the
+    service is dialled over TLS. Unset, a credential is sent only to a loopback address."""
+    verifier_token_file: Path | None = None
+    """``verifier: service``: file holding the bearer token sent to the entailment service
+    (a ``query`` credential of it). Unset: ``server.auth_token``."""
     verdict_cache: Path | None = None
     """SQLite file of verification verdicts by (answer, chunks, checker version), so a
     re-ingested entry is not checked again; null: ``data_dir/retrieval/verdict-cache.sqlite3``."""
