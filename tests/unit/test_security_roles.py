@@ -21,7 +21,6 @@ from tribunal.cli import main
 from tribunal.core import ConfigError, PermissionDeniedError, UnauthenticatedError
 from tribunal.core.server import (
     METHOD_ROLES,
-    UNCHECKED,
     CredentialStore,
     Role,
     authorize,
@@ -121,8 +120,12 @@ def test_authorize_needs_a_credential_and_the_right_role(tmp_path: Path) -> None
     # A method the table does not know needs admin (fail closed).
     with pytest.raises(PermissionDeniedError):
         authorize(store, "/tribunal.v1.RetrievalService/Drop", _bearer(QUERY_TOKEN))
-    # No credentials configured: nothing is checked (loopback development).
-    assert authorize(None, UPSERT, []) is UNCHECKED
+    # No credentials configured: asking is open (loopback development); changing the KB
+    # always needs an admin credential.
+    assert authorize(None, SEARCH, []).role is Role.QUERY
+    for method in (UPSERT, "/tribunal.v1.RetrievalService/Delete", "/tribunal.v1.RetrievalService/Sign"):
+        with pytest.raises(UnauthenticatedError, match="always needs an admin credential"):
+            authorize(None, method, [])
 
 
 def test_credential_files_are_checked(tmp_path: Path) -> None:

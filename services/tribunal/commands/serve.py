@@ -134,6 +134,17 @@ def _serve(args: argparse.Namespace) -> int:
         insecure=args.insecure,
         what=f"tribunal serve {args.service}",
     )
+    if credentials is None:
+        import sys
+
+        print(
+            f"tribunal serve {args.service}: no credentials configured — asking methods are "
+            "open on this loopback address; KB changes (Upsert, Delete, Sign) are refused "
+            "until an admin credential exists: `tribunal credentials new kb-editor --role "
+            "admin --file credentials.yaml`, then set server.credentials_file",
+            file=sys.stderr,
+            flush=True,
+        )
     install_reload_signal()  # SIGHUP re-reads server.credentials_file
     spec.build_host(settings).run()
     return 0

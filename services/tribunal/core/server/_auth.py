@@ -23,7 +23,15 @@ from ._metrics import GRPC_REQUESTS
 from ._roles import required_role
 from ._status import abort_with_error
 
-__all__ = ["OPEN_PREFIXES", "AuthInterceptor", "Caller", "authorize", "bearer_token", "caller_of"]
+__all__ = [
+    "ANONYMOUS",
+    "OPEN_PREFIXES",
+    "AuthInterceptor",
+    "Caller",
+    "authorize",
+    "bearer_token",
+    "caller_of",
+]
 
 OPEN_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
 """Methods anyone may call: Kubernetes probes and grpcurl's discovery."""
@@ -41,7 +49,11 @@ class Caller:
 
 
 UNCHECKED = Caller("unauthenticated", Role.ADMIN)
-"""The caller of a server that checks no credential (loopback development only)."""
+"""The caller of a call no credential check applies to (outside a gRPC call: a handle
+call inside a Serve cluster, a direct domain call)."""
+ANONYMOUS = Caller("unauthenticated", Role.QUERY)
+"""The caller of an asking method on a server with no credentials configured (loopback
+development): it may ask, never change the KB."""
 
 
 def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
@@ -67,7 +79,18 @@ def authorize(
         PermissionDeniedError: the credential's role may not call ``method``.
     """
     if credentials is None:
-        return UNCHECKED
+        # No credentials configured: asking is open (loopback only, see check_exposure),
+        # changing the KB never is.
+        needed = required_role(method)
+        if needed is Role.QUERY:
+            return ANONYMOUS
+        name = method.rsplit("/", 1)[-1]
+        raise UnauthenticatedError(
+            f"{name} changes the knowledge base and always needs an {needed.value} "
+            "credential, loopback included; this server has none configured: set "
+            "server.credentials_file (`tribunal credentials new NAME --role admin --file "
+            "FILE`) or server.auth_token"
+        )
     token = bearer_token(metadata)
     if token is None:
         raise UnauthenticatedError(f"this server requires a credential: {_SEND}")
@@ -107,7 +130,7 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
     """Refuses calls without an allowed credential (outermost interceptor): the refusal
     costs no admission slot and runs no validation."""
 
-    def __init__(self, service: str, credentials: CredentialStore) -> None:
+    def __init__(self, service: str, credentials: CredentialStore | None) -> None:
         self.service = service
         self.credentials = credentials
 
