@@ -680,9 +680,9 @@ def test_untampered_replies_are_answered_and_refused_as_usual(
     assert accepted.decision == common_pb2.DECISION_ACCEPT, accepted
     served = gateway.db.decision(accepted.audit_id).detail["served"]
     assert served["signed_by"] == stages.signer.key_id
-    planted = gateway.ask(BLEACH_QUERY)
-    assert planted.decision == common_pb2.DECISION_FALLBACK
+    planted = gateway.ask(BLEACH_QUERY)  # retrieved first, never served: not servable
     assert BLEACH not in planted.answer
+    assert not planted.kb_entry_id.startswith("bleach-")
     assert accepted.evidence_policy == "verified"
     assert accepted.answer_sha256 == answer_sha256(accepted.answer)
     assert [e.chunk_id for e in accepted.evidence], "a verified answer names its evidence"

@@ -128,6 +128,22 @@ def test_authorize_needs_a_credential_and_the_right_role(tmp_path: Path) -> None
             authorize(None, method, [])
 
 
+def test_a_local_admin_store_lets_anyone_ask_and_only_its_token_write(tmp_path: Path) -> None:
+    """Loopback development (``server.local_admin_file``): asking without a token, KB
+    changes only with the local admin's token."""
+    path = tmp_path / "local-admin.yaml"
+    path.write_text(
+        yaml.safe_dump({"credentials": [{"name": "local-admin", "role": "admin", "token": ADMIN_TOKEN}]})
+    )
+    store = CredentialStore(path, anonymous=Role.QUERY)
+    assert authorize(store, SEARCH, []).role is Role.QUERY
+    with pytest.raises(UnauthenticatedError):
+        authorize(store, UPSERT, [])
+    with pytest.raises(UnauthenticatedError):
+        authorize(store, UPSERT, _bearer("wrong-token-0123456789"))
+    assert authorize(store, UPSERT, _bearer(ADMIN_TOKEN)).name == "local-admin"
+
+
 def test_credential_files_are_checked(tmp_path: Path) -> None:
     bad = [
         ({"credentials": [{"name": "a", "role": "root", "token": ADMIN_TOKEN}]}, "role"),
@@ -256,3 +272,26 @@ def test_the_serve_config_can_route_only_the_gateway() -> None:
     assert routes == {name: ("/gateway" if name == "gateway" else None) for name in SERVICES}
     assert loopback_address("[::]:9000") == "127.0.0.1:9000"
     assert loopback_address("10.0.0.1:9000") == "10.0.0.1:9000"
+
+
+def test_serve_makes_a_local_admin_credential_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tribunal.commands.serve import _with_local_admin
+    from tribunal.core import load_settings
+
+    settings = load_settings("tiny", data_dir=str(tmp_path))
+    first = _with_local_admin(settings)
+    path = tmp_path / "credentials" / "local-admin.yaml"
+    assert first.server.local_admin_file == path
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert f"created a local admin credential: {path} (0600)" in capsys.readouterr().err
+    token = yaml.safe_load(path.read_text())["credentials"][0]["token"]
+    store = CredentialStore.from_settings(first.server)
+    assert store is not None
+    assert authorize(store, UPSERT, _bearer(token)).role is Role.ADMIN
+    assert authorize(store, SEARCH, []).role is Role.QUERY
+    again = _with_local_admin(settings)  # reused, not remade
+    assert yaml.safe_load(path.read_text())["credentials"][0]["token"] == token
+    assert "created" not in capsys.readouterr().err
+    assert again.server.local_admin_file == path

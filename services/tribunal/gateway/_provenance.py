@@ -5,9 +5,10 @@ entry version, and with the reply, the writer's newest signed record of the coll
 version (the head). Before any hit may be served the gateway checks, with the writer's
 public keys (``gateway.kb_trusted_keys``):
 
-- the head: a valid signature, this collection, a version not above the reply's (and
-  its content version equal to the reply's when they are the same version), and not
-  older than a head this gateway has already seen for the collection;
+- the head: a valid signature, this collection, the reply's version and content version
+  (a reply at a newer version than the signed one serves nothing: its changes are not
+  signed yet; an older one is forged), and not older than a head this gateway has
+  already seen for the collection;
 - each hit: a valid signature; the record's collection and entry id are the hit's;
   the entry's sha256 recomputed from the text served equals the signed one, and so do
   the answer's sha256, the verdict (a signed NO_EVIDENCE is served as SELF_EVIDENCED
@@ -160,6 +161,14 @@ def check_provenance(
     except SignatureProblem as exc:
         return None, {hit.entry.id: f"collection head: {exc}" for hit in hits}
     head = _head(record, response, collection, memory, response.kb_head.key_id)
+    if head.kb_version != response.kb_version:
+        # Changed since its writer last signed it (a write not signed yet): what is served
+        # must be a signed version of the collection.
+        reason = (
+            f"collection {collection!r} is at version {response.kb_version}, its writer "
+            f"signed version {head.kb_version}: the newer changes are not signed yet"
+        )
+        return None, {hit.entry.id: reason for hit in hits}
     refused: dict[str, str] = {}
     for position, hit in enumerate(hits, start=1):
         where = f"hit {position} ({hit.entry.id!r})"

@@ -92,6 +92,11 @@ def authorize(
             "FILE`) or server.auth_token"
         )
     token = bearer_token(metadata)
+    needed = required_role(method)
+    if token is None and credentials.anonymous is not None and credentials.anonymous.allows(
+        needed
+    ):
+        return ANONYMOUS
     if token is None:
         raise UnauthenticatedError(f"this server requires a credential: {_SEND}")
     credential = credentials.authenticate(token)
@@ -99,7 +104,6 @@ def authorize(
         raise UnauthenticatedError(
             f"the bearer token is not a valid credential (unknown, or rotated out): {_SEND}"
         )
-    needed = required_role(method)
     if not credential.role.allows(needed):
         name = method.rsplit("/", 1)[-1]
         raise PermissionDeniedError(
