@@ -40,11 +40,11 @@ from tribunal.retrieval import (
     KnowledgeBase,
     answer_sha256,
     canonical_record,
+    checker_version,
     entry_sha256,
     parse_record,
     writer_signer,
 )
-from tribunal.retrieval import checker_version
 from tribunal.retrieval.servicer import entry_from_proto
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc, retrieval_pb2
 
@@ -421,7 +421,9 @@ MODES = [
     Mode("entry-of-another-collection", "retrieval", _foreign_entry, MALFORMED, "retrieval"),
     Mode("head-of-another-collection", "retrieval", _foreign_head, MALFORMED, "retrieval"),
     Mode("kb-version-forged-up", "retrieval", _reply_field("kb_version", 10**9), UNVERIFIED, ""),
-    Mode("kb-version-forged-down", "retrieval", _reply_field("kb_version", 0), MALFORMED, "retrieval"),
+    Mode(
+        "kb-version-forged-down", "retrieval", _reply_field("kb_version", 0), MALFORMED, "retrieval"
+    ),
     Mode(
         "kb-content-version-forged",
         "retrieval",
@@ -549,7 +551,10 @@ def _planted(kb: KnowledgeBase) -> dict[str, KbEntry]:
             "bleach-no-evidence", "Can I clean my dog with bleach against COVID-19?", BLEACH
         ),
         "stale": KbEntry(
-            "bleach-stale", "Is bleach good for my dog's fur during COVID-19?", BLEACH, chunks=(support,)
+            "bleach-stale",
+            "Is bleach good for my dog's fur during COVID-19?",
+            BLEACH,
+            chunks=(support,),
         ),
         "verified": KbEntry("bleach-other", BLEACH_QUERY, BLEACH, chunks=(support,)),
     }
@@ -562,7 +567,8 @@ def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stages]:
     settings = _settings(data_dir)
     # The test is the KB's writer: it holds the signing key; the stage server never loads it.
     signer, created = writer_signer(settings)
-    assert created and (data_dir / "keys" / "kb-signing.key").stat().st_mode & 0o777 == 0o600
+    assert created
+    assert (data_dir / "keys" / "kb-signing.key").stat().st_mode & 0o777 == 0o600
     kb = KnowledgeBase.from_settings(settings, signer=signer)
     try:
         entries = verified_faq_entries(FAQ, chunk_chars=settings.retrieval.chunk_size_chars)

@@ -49,23 +49,23 @@ def _state(data: Path) -> tuple[int, str]:
 
 GOOD = [_json(_good(i)) for i in range(12)]
 CASES = {
-    "truncated-line": (GOOD + [_json(_good(99))[:-9]], 13, "not valid JSON"),
-    "wrong-type": (GOOD + [_json({**_good(99), "answer": 42})], 13, "'answer' must be a string"),
+    "truncated-line": ([*GOOD, _json(_good(99))[:-9]], 13, "not valid JSON"),
+    "wrong-type": ([*GOOD, _json({**_good(99), "answer": 42})], 13, "'answer' must be a string"),
     "oversized-answer": (
-        GOOD + [_json({**_good(99), "answer": "word " * 2_000_000})],
+        [*GOOD, _json({**_good(99), "answer": "word " * 2_000_000})],
         13,
         "entry.answer has 9999999 characters",
     ),
-    "duplicate-id": (GOOD + [_json({**_good(3), "answer": "Another answer."})], 13, "line 4"),
+    "duplicate-id": ([*GOOD, _json({**_good(3), "answer": "Another answer."})], 13, "line 4"),
     "bom": ([b"\xef\xbb\xbf" + GOOD[0], *GOOD[1:]], 1, "byte-order mark"),
-    "invalid-utf8": (GOOD + [_json(_good(99)).replace(b"variant", b"vari\xffant")], 13, "UTF-8"),
-    "not-an-object": (GOOD + [b'["a", "list"]'], 13, "not list"),
+    "invalid-utf8": ([*GOOD, _json(_good(99)).replace(b"variant", b"vari\xffant")], 13, "UTF-8"),
+    "not-an-object": ([*GOOD, b'["a", "list"]'], 13, "not list"),
     "stop-words-only-question": (
-        GOOD + [_json({**_good(99), "question": "the of and to"})],
+        [*GOOD, _json({**_good(99), "question": "the of and to"})],
         13,
         "no searchable words",
     ),
-    "id-over-the-limit": (GOOD + [_json({**_good(99), "id": "x" * 1000})], 13, "max_id_chars"),
+    "id-over-the-limit": ([*GOOD, _json({**_good(99), "id": "x" * 1000})], 13, "max_id_chars"),
     "empty": ([b""], 0, "holds no entries"),
 }
 
@@ -87,7 +87,8 @@ def test_a_malformed_file_names_its_line_and_writes_nothing(
         err = capsys.readouterr().err
         assert code == 2, (name, err)
         where = f"{path}:{line}" if line else str(path)
-        assert where in err and message in err, (name, err)
+        assert where in err, (name, err)
+        assert message in err, (name, err)
         assert "nothing was written" in err, (name, err)
         assert _state(data) == before, name
     # The same lines without the bad one are written, and signed.

@@ -146,7 +146,9 @@ def test_the_host_is_parsed_strictly_and_the_origin_includes_its_port(site: Site
         "null",
     ):
         assert _call(site, "GET", "/api/next", key=key, origin=origin)[0] == 403, origin
-    assert _call(site, "GET", "/api/next", key=key, origin=f"http://127.0.0.1:{site.port}")[0] == 200
+    assert (
+        _call(site, "GET", "/api/next", key=key, origin=f"http://127.0.0.1:{site.port}")[0] == 200
+    )
 
 
 def test_wrong_keys_are_throttled(site: Site) -> None:
@@ -162,7 +164,8 @@ def test_wrong_keys_are_throttled(site: Site) -> None:
     assert statuses[:10] == [401] * 10
     assert statuses[10:] == [429] * 290, elapsed
     status, body, _ = _call(site, "POST", "/api/session", {"key": key})
-    assert status == 429 and "too many wrong annotator keys" in str(body["error"])
+    assert status == 429
+    assert "too many wrong annotator keys" in str(body["error"])
     assert _call(site, "GET", "/api/next", key=f"{key}-wrong")[0] == 429
 
 

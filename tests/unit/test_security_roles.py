@@ -67,7 +67,11 @@ def test_the_role_table_lists_exactly_the_methods_of_the_protos() -> None:
     assert set(METHOD_ROLES) == _every_proto_method()
     # The KB is changed only by admins; everything else asks.
     admin = {method for method, role in METHOD_ROLES.items() if role is Role.ADMIN}
-    assert admin == {UPSERT, "/tribunal.v1.RetrievalService/Delete"}
+    assert admin == {
+        UPSERT,
+        "/tribunal.v1.RetrievalService/Delete",
+        "/tribunal.v1.RetrievalService/Sign",
+    }
 
 
 def test_every_serve_application_wraps_every_rpc_of_its_service() -> None:
@@ -123,7 +127,11 @@ def test_authorize_needs_a_credential_and_the_right_role(tmp_path: Path) -> None
     # No credentials configured: asking is open (loopback development); changing the KB
     # always needs an admin credential.
     assert authorize(None, SEARCH, []).role is Role.QUERY
-    for method in (UPSERT, "/tribunal.v1.RetrievalService/Delete", "/tribunal.v1.RetrievalService/Sign"):
+    for method in (
+        UPSERT,
+        "/tribunal.v1.RetrievalService/Delete",
+        "/tribunal.v1.RetrievalService/Sign",
+    ):
         with pytest.raises(UnauthenticatedError, match="always needs an admin credential"):
             authorize(None, method, [])
 
@@ -133,7 +141,9 @@ def test_a_local_admin_store_lets_anyone_ask_and_only_its_token_write(tmp_path: 
     changes only with the local admin's token."""
     path = tmp_path / "local-admin.yaml"
     path.write_text(
-        yaml.safe_dump({"credentials": [{"name": "local-admin", "role": "admin", "token": ADMIN_TOKEN}]})
+        yaml.safe_dump(
+            {"credentials": [{"name": "local-admin", "role": "admin", "token": ADMIN_TOKEN}]}
+        )
     )
     store = CredentialStore(path, anonymous=Role.QUERY)
     assert authorize(store, SEARCH, []).role is Role.QUERY

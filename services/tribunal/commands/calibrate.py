@@ -161,8 +161,8 @@ def _observe(
     from ..gateway._checks import AnswerPolicy
     from ..gateway._stages import StageError, StageTransport
     from ..gateway._wiring import connect_stages, serve_stages
-    from ..retrieval._verification import checker_version
     from ..retrieval._signing import trusted_keys
+    from ..retrieval._verification import checker_version
     from ..v1 import gateway_pb2, retrieval_pb2
 
     transport: StageTransport

@@ -41,7 +41,7 @@ from ..retrieval import (
     HEAD_KIND,
     Chunk,
     KbEntry,
-    SignatureProblem,
+    SignatureError,
     SignedRecord,
     TrustedKeys,
     answer_sha256,
@@ -128,11 +128,11 @@ def _signed(message: retrieval_pb2.SignedRecord) -> SignedRecord:
 
 
 def _open(keys: TrustedKeys, message: retrieval_pb2.SignedRecord, what: str) -> dict[str, Any]:
-    """The record's fields; MALFORMED for a forged one; SignatureProblem (not forged)
+    """The record's fields; MALFORMED for a forged one; SignatureError (not forged)
     for an unsigned or untrusted one."""
     try:
         return keys.open(_signed(message))
-    except SignatureProblem as exc:
+    except SignatureError as exc:
         if exc.forged:
             raise _malformed(f"{what}: {exc}") from exc
         raise
@@ -158,7 +158,7 @@ def check_provenance(
         return None, {hit.entry.id: reason for hit in hits}
     try:
         record = _open(keys, response.kb_head, "the collection head")
-    except SignatureProblem as exc:
+    except SignatureError as exc:
         return None, {hit.entry.id: f"collection head: {exc}" for hit in hits}
     head = _head(record, response, collection, memory, response.kb_head.key_id)
     if head.kb_version != response.kb_version:
@@ -177,7 +177,7 @@ def check_provenance(
             continue
         try:
             signed = _open(keys, hit.served, where)
-        except SignatureProblem as exc:
+        except SignatureError as exc:
             refused[hit.entry.id] = str(exc)
             continue
         problem = _check_hit(signed, hit, head, collection, where)
@@ -252,9 +252,7 @@ def _check_hit(
     if not (signed.get("entry_sha256") == served_sha == verification.entry_sha256):
         raise _malformed(f"{where}: the entry served is not the version its writer signed")
     if not (
-        signed.get("answer_sha256")
-        == answer_sha256(hit.entry.answer)
-        == verification.answer_sha256
+        signed.get("answer_sha256") == answer_sha256(hit.entry.answer) == verification.answer_sha256
     ):
         raise _malformed(f"{where}: the answer served is not the one its writer signed")
     _check_verdict(signed, verification, head, where)

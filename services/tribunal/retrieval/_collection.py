@@ -28,7 +28,6 @@ from numpy.typing import NDArray
 from ..core import FailedPreconditionError, RetrievalSettings
 from ._dense import DenseIndex, UnitMatch
 from ._embedding import Embedder
-from ._sparse import SparseIndex
 from ._signing import (
     ENTRY_KIND,
     HEAD_KIND,
@@ -38,6 +37,7 @@ from ._signing import (
     head_record,
     parse_record,
 )
+from ._sparse import SparseIndex
 from ._store import EntryStore
 from ._types import CollectionStats, DeleteResult, KbEntry, UpsertResult
 from ._verification import EntryVerification, VerificationVerdict
@@ -293,9 +293,7 @@ class Collection:
             }
         return version, found, signed, head
 
-    def records_to_sign(
-        self, entry_ids: Sequence[str] | None = None
-    ) -> tuple[list[bytes], bytes]:
+    def records_to_sign(self, entry_ids: Sequence[str] | None = None) -> tuple[list[bytes], bytes]:
         """The served records of these entries (every entry when None; entries without a
         stored verification are left out: they are never served) at the collection's
         current version, and the record of that version (the head)."""
@@ -346,8 +344,7 @@ class Collection:
                 entry is None
                 or verification is None
                 or not isinstance(at, int)
-                or canonical_record(entry_record(self.name, entry, verification, at))
-                != item.record
+                or canonical_record(entry_record(self.name, entry, verification, at)) != item.record
             ):
                 stale += 1
                 continue

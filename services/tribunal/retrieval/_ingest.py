@@ -216,6 +216,27 @@ def _check_ids(entry: KbEntry, where: str, max_id_chars: int) -> None:
             )
 
 
+def _record(raw: bytes, where: str) -> dict[str, Any]:
+    """One line as a JSON object; a clear error for anything else."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _line_error(
+            where, f"not valid UTF-8 (byte {exc.start + 1} of the line): save the file as UTF-8"
+        ) from exc
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise _line_error(
+            where,
+            f"not valid JSON ({exc.msg}, column {exc.colno}): each line must hold one "
+            "complete JSON object (is the line cut short?)",
+        ) from exc
+    if not isinstance(record, dict):
+        raise _line_error(where, f"a line must hold a JSON object, not {type(record).__name__}")
+    return record
+
+
 def read_entries_checked(
     path: Path,
     *,
@@ -242,7 +263,8 @@ def read_entries_checked(
     data = path.read_bytes()
     if data.startswith(_BOM):
         raise _line_error(
-            f"{path}:1", "the file starts with a UTF-8 byte-order mark: save it as UTF-8 without one"
+            f"{path}:1",
+            "the file starts with a UTF-8 byte-order mark: save it as UTF-8 without one",
         )
     entries: dict[str, KbEntry] = {}
     explicit: dict[str, int] = {}
@@ -254,22 +276,7 @@ def read_entries_checked(
             continue
         if limit is not None and count >= limit:
             break
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _line_error(
-                where, f"not valid UTF-8 (byte {exc.start + 1} of the line): save the file as UTF-8"
-            ) from exc
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _line_error(
-                where,
-                f"not valid JSON ({exc.msg}, column {exc.colno}): each line must hold one "
-                "complete JSON object (is the line cut short?)",
-            ) from exc
-        if not isinstance(record, dict):
-            raise _line_error(where, f"a line must hold a JSON object, not {type(record).__name__}")
+        record = _record(raw, where)
         try:
             entry = entry_from_record(
                 record, record_format=record_format, max_chars=settings.chunk_size_chars

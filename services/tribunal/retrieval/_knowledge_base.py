@@ -498,9 +498,9 @@ class KnowledgeBase:
         stages["fuse"] = (time.perf_counter() - started) * 1000
         head_size = max(query.top_k, self.settings.rerank_head if query.rerank else 0)
         head = candidates[:head_size]
-        kb_version, found, signed, signed_head = self.collection(
-            query.collection
-        ).served_entries([c.entry_id for c in head])
+        kb_version, found, signed, signed_head = self.collection(query.collection).served_entries(
+            [c.entry_id for c in head]
+        )
         entries = {entry_id: entry for entry_id, (entry, _) in found.items()}
         # An entry deleted by another process since the index saw it is left out.
         head = [c for c in head if c.entry_id in entries]

@@ -52,7 +52,7 @@ __all__ = [
     "HEAD_KIND",
     "MAX_RECORD_BYTES",
     "KbSigner",
-    "SignatureProblem",
+    "SignatureError",
     "SignedRecord",
     "TrustedKeys",
     "canonical_record",
@@ -77,7 +77,7 @@ MAX_RECORD_BYTES = 1 << 20
 """Longest record a reader parses (a record names a bounded entry's chunk ids and hashes)."""
 
 
-class SignatureProblem(Exception):
+class SignatureError(Exception):
     """A signed record that does not check out; ``forged`` tells a bad signature under a
     trusted key (tampering) from a record no trusted key signed (unsigned, or a retired
     key)."""
@@ -124,17 +124,17 @@ def canonical_record(record: Mapping[str, Any]) -> bytes:
 
 
 def parse_record(data: bytes) -> dict[str, Any]:
-    """A record's fields; raises :class:`SignatureProblem` for anything not one."""
+    """A record's fields; raises :class:`SignatureError` for anything not one."""
     if len(data) > MAX_RECORD_BYTES:
-        raise SignatureProblem(f"record of {len(data)} bytes is over the limit", forged=True)
+        raise SignatureError(f"record of {len(data)} bytes is over the limit", forged=True)
     try:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SignatureProblem(f"record is not JSON: {exc}", forged=True) from exc
+        raise SignatureError(f"record is not JSON: {exc}", forged=True) from exc
     if not isinstance(value, dict) or value.get("kind") not in (ENTRY_KIND, HEAD_KIND):
-        raise SignatureProblem("record is not a KB entry or head record", forged=True)
+        raise SignatureError("record is not a KB entry or head record", forged=True)
     if canonical_record(value) != data:
-        raise SignatureProblem("record is not in canonical form", forged=True)
+        raise SignatureError("record is not in canonical form", forged=True)
     return value
 
 
@@ -329,16 +329,16 @@ class TrustedKeys:
         """The record's fields once its signature checks out under a trusted key.
 
         Raises:
-            SignatureProblem: unsigned, signed by a key not trusted here (``forged``
+            SignatureError: unsigned, signed by a key not trusted here (``forged``
                 False), or a signature that does not verify, or not a record
                 (``forged`` True).
         """
         self._refresh()
         if not signed.signature:
-            raise SignatureProblem("not signed by the KB's writer", forged=False)
+            raise SignatureError("not signed by the KB's writer", forged=False)
         key = self._keys.get(signed.key_id)
         if key is None:
-            raise SignatureProblem(
+            raise SignatureError(
                 f"signed by key {signed.key_id!r}, which is not trusted here "
                 f"(trusted: {', '.join(sorted(self._keys)) or 'none'})",
                 forged=False,
@@ -346,7 +346,7 @@ class TrustedKeys:
         try:
             key.verify(signed.signature, _PREFIX + signed.record)
         except InvalidSignature as exc:
-            raise SignatureProblem(
+            raise SignatureError(
                 f"the signature of key {signed.key_id} does not match the record", forged=True
             ) from exc
         return parse_record(signed.record)

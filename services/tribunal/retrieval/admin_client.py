@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core import FailedPreconditionError
 from ..v1 import retrieval_pb2
-from ._signing import ENTRY_KIND, HEAD_KIND, KbSigner, SignatureProblem, parse_record
+from ._signing import ENTRY_KIND, HEAD_KIND, KbSigner, SignatureError, parse_record
 from ._verification import answer_sha256, entry_sha256
 from .servicer import entry_from_proto
 
@@ -39,7 +39,7 @@ def _check(
     for item in records:
         try:
             record = parse_record(bytes(item.record))
-        except SignatureProblem as exc:
+        except SignatureError as exc:
             raise FailedPreconditionError(f"retrieval returned a bad record: {exc}") from exc
         if record.get("collection") != collection:
             raise FailedPreconditionError(

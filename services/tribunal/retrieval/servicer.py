@@ -25,7 +25,7 @@ from ..v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 from ._change_audit import AuditedWrites, KbChangeLog
 from ._knowledge_base import KnowledgeBase
 from ._rerank import LazyReranker, Reranker, load_profile_reranker
-from ._signing import SignatureProblem, SignedRecord, parse_record
+from ._signing import SignatureError, SignedRecord, parse_record
 from ._types import (
     Chunk,
     CollectionStats,
@@ -162,7 +162,7 @@ def signed_from_proto(request: retrieval_pb2.SignRequest) -> list[SignedRecord]:
         signed = SignedRecord(bytes(item.record), item.key_id, bytes(item.signature))
         try:
             parse_record(signed.record)
-        except SignatureProblem as exc:
+        except SignatureError as exc:
             raise InvalidArgumentError(f"records[{i}]: {exc}", field="records") from exc
         out.append(signed)
     return out

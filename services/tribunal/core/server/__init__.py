@@ -1,8 +1,8 @@
 """The gRPC runtime shared by every service (this package may import grpc; domain code may not)."""
 
-from ._channel import bearer_metadata, open_channel
 from ._admission import Admission, AdmissionInterceptor
 from ._auth import OPEN_PREFIXES, UNCHECKED, AuthInterceptor, Caller, authorize, caller_of
+from ._channel import bearer_metadata, open_channel
 from ._credentials import (
     Credential,
     CredentialStore,
@@ -62,9 +62,8 @@ __all__ = [
     "ServiceHost",
     "UndecodableRequest",
     "abort_with_error",
-    "bearer_metadata",
-    "open_channel",
     "authorize",
+    "bearer_metadata",
     "caller_of",
     "check_exposure",
     "credentials_from",
@@ -72,6 +71,7 @@ __all__ = [
     "install_reload_signal",
     "is_loopback",
     "new_token",
+    "open_channel",
     "required_role",
     "start_metrics_server",
     "status_for",

@@ -93,9 +93,7 @@ def authorize(
         )
     token = bearer_token(metadata)
     needed = required_role(method)
-    if token is None and credentials.anonymous is not None and credentials.anonymous.allows(
-        needed
-    ):
+    if token is None and credentials.anonymous is not None and credentials.anonymous.allows(needed):
         return ANONYMOUS
     if token is None:
         raise UnauthenticatedError(f"this server requires a credential: {_SEND}")

@@ -70,12 +70,15 @@ def open_channel(
                 field="tls_ca",
             )
         return grpc.insecure_channel(address, options=options)
+    root_certificates = tls_ca
     if isinstance(tls_ca, Path):
         try:
-            tls_ca = tls_ca.read_bytes()
+            root_certificates = tls_ca.read_bytes()
         except OSError as exc:
-            raise ConfigError(f"cannot read the TLS CA {tls_ca}: {exc}", field="tls_ca") from exc
+            raise ConfigError(
+                f"cannot read the TLS CA {tls_ca}: {exc.strerror}", field="tls_ca"
+            ) from exc
     if server_name:
         options.append(("grpc.ssl_target_name_override", server_name))
-    credentials = grpc.ssl_channel_credentials(root_certificates=tls_ca)
+    credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
     return grpc.secure_channel(address, credentials, options=options)
