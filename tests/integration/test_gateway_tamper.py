@@ -522,7 +522,7 @@ def _settings(data_dir: Path, **overrides: Any) -> Settings:
         "tiny",
         data_dir=data_dir,
         server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
-        entailment=LEXICAL_CHECKER,
+        entailment=overrides.pop("entailment", LEXICAL_CHECKER),
         confidence={"plain_threshold": 0.5},  # as `tribunal demo`: no certified one yet
         **overrides,
     )
@@ -580,7 +580,7 @@ def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stages]:
         assert written.verdicts == {"failed": 1, "no_evidence": 1}, written
     finally:
         kb.close()
-    # One more verified by a stricter checker than the one now configured: stale.
+    # One more verified by another checker version (a laxer threshold): stale.
     stale = _settings(data_dir, entailment={**LEXICAL_CHECKER, "entail_threshold": 0.01})
     kb = KnowledgeBase.from_settings(stale, signer=signer)
     try:
