@@ -70,8 +70,9 @@ def open_channel(
                 field="tls_ca",
             )
         return grpc.insecure_channel(address, options=options)
-    root_certificates = tls_ca
-    if isinstance(tls_ca, Path):
+    if isinstance(tls_ca, bytes):
+        root_certificates = tls_ca
+    else:
         try:
             root_certificates = tls_ca.read_bytes()
         except OSError as exc:
