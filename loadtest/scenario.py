@@ -96,7 +96,8 @@ def fit_synthetic_calibrator(
 
 def ingest_faq(settings: Settings, faq: Path, collection: str) -> int:
     """The FAQ knowledge base into ``collection`` (under ``settings.data_dir``)."""
-    from tribunal.retrieval import KnowledgeBase, deduplicate, read_entries, writer_signer
+    from tribunal.kb import deduplicate, read_entries
+    from tribunal.retrieval import KnowledgeBase, writer_signer
 
     # Written as the KB's writer does: signed (the gateway serves only signed entries).
     kb = KnowledgeBase.from_settings(settings, signer=writer_signer(settings)[0])

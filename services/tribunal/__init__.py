@@ -6,6 +6,8 @@ The package is organised by service (``retrieval``, ``entailment``, ``debate``,
 runtime). Generated protobuf stubs live in :mod:`tribunal.v1`.
 """
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+]
 
 __version__ = "0.1.0"

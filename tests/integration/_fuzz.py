@@ -38,11 +38,12 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tribunal.core import Settings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
-from tribunal.debate import DreamDebate
+from tribunal.debate._debate import DreamDebate
 from tribunal.debate.servicer import SERVICE_NAME as DEBATE_SERVICE
 from tribunal.debate.servicer import DebateServicer
-from tribunal.ensemble import RelevanceArtifact, RelevanceFeature
-from tribunal.retrieval.servicer import entry_to_proto
+from tribunal.ensemble import RelevanceArtifact
+from tribunal.ensemble._relevance import RelevanceFeature
+from tribunal.kb import entry_to_proto
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2,

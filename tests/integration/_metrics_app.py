@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ray import serve
-from tribunal.core.server import in_serve_replica
+from tribunal.core.server._metrics import in_serve_replica
 from tribunal.gateway._metrics import record_decision
 
 

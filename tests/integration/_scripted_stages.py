@@ -26,27 +26,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from tribunal.confidence import (
-    CalibratorArtifact,
-    ConfidenceScorer,
-    FeatureSpace,
-    TemperatureCalibrator,
-)
+from tribunal.confidence import CalibratorArtifact, ConfidenceScorer
+from tribunal.confidence._calibrators import TemperatureCalibrator
+from tribunal.confidence._features import FeatureSpace
 from tribunal.confidence.servicer import ConfidenceServicer
 from tribunal.core import ServerSettings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
+from tribunal.entailment import checker_version
+from tribunal.kb import answer_sha256, entry_from_proto, entry_sha256
 from tribunal.retrieval import (
-    EntryVerification,
     KbSigner,
     VerificationVerdict,
-    answer_sha256,
     canonical_record,
-    checker_version,
     entry_record,
-    entry_sha256,
     head_record,
 )
-from tribunal.retrieval.servicer import entry_from_proto
+from tribunal.retrieval._verification import EntryVerification
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2_grpc,

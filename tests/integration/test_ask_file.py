@@ -109,7 +109,7 @@ def test_bad_input_is_refused_before_anything_loads(
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "fine"}\n{"query": "broken"\n')
     assert main(["ask", "--file", str(bad), "--address", "127.0.0.1:1"]) == 2
-    assert "bad.jsonl line 2 is not JSON" in capsys.readouterr().err
+    assert "bad.jsonl:2: not JSON" in capsys.readouterr().err
     with pytest.raises(InvalidArgumentError, match="answers must be a list"):
         read_queries(['{"query": "q", "answers": "faq-1"}'], "x")
     assert read_queries(['"just a question"'], "x")[0].query == "just a question"

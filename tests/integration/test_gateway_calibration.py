@@ -16,11 +16,11 @@ from tribunal.confidence import (
     CalibrationBinding,
     CalibratorArtifact,
     FitConfig,
-    RiskThreshold,
     Signals,
     embedder_version,
     fit_artifact,
 )
+from tribunal.confidence._threshold import RiskThreshold
 from tribunal.core import load_settings
 from tribunal.core.storage import Database
 from tribunal.gateway.servicer import build_host

@@ -31,21 +31,17 @@ import pytest
 from tribunal.core import Settings, load_settings
 from tribunal.core.server import ServiceHost
 from tribunal.core.storage import Database
+from tribunal.entailment import checker_version
 from tribunal.gateway._wiring import build_stage_host
 from tribunal.gateway.servicer import build_host
+from tribunal.kb import Chunk, KbEntry, answer_sha256, entry_from_proto, entry_sha256
 from tribunal.retrieval import (
-    Chunk,
-    KbEntry,
     KbSigner,
     KnowledgeBase,
-    answer_sha256,
     canonical_record,
-    checker_version,
-    entry_sha256,
     parse_record,
     writer_signer,
 )
-from tribunal.retrieval.servicer import entry_from_proto
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc, retrieval_pb2
 
 from loadtest.verified_kb import LEXICAL_CHECKER, verified_faq_entries

@@ -16,13 +16,13 @@ from tribunal.confidence import (
     binomial_p_value,
     clopper_pearson_upper,
     hoeffding_bentkus_p_value,
-    learn_then_test_threshold,
-    min_accepted_for,
     select_threshold,
-    sgr_threshold,
     start_count,
     threshold_grid,
 )
+from tribunal.confidence._learn_then_test import learn_then_test_threshold
+from tribunal.confidence._sgr import sgr_threshold
+from tribunal.confidence._threshold import min_accepted_for
 from tribunal.core import InvalidArgumentError
 
 DELTA = 0.1

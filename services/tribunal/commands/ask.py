@@ -23,13 +23,13 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..core import InvalidArgumentError, NotFoundError, Settings, load_settings
+from ..core import InvalidArgumentError, NotFoundError, Settings, load_settings, parse_jsonl
 
 __all__ = ["AskedQuery", "read_queries", "register", "summary_markdown"]
 
@@ -114,25 +114,14 @@ class AskedQuery:
     """The ids of every entry that answers it (empty: none does); None: not labelled."""
 
 
-def read_queries(lines: Sequence[str], source: str) -> list[AskedQuery]:
+def read_queries(lines: Iterable[bytes | str], source: str) -> list[AskedQuery]:
     """Parse a JSONL input; every problem is an :class:`InvalidArgumentError` naming the line.
 
     A line is an object with ``query`` (or ``question``) and optional ``id``,
     ``collection`` and ``answers``; a bare JSON string is a query alone.
     """
     queries: list[AskedQuery] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{source} line {number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidArgumentError(f"{where} is not JSON: {exc.msg}", field="file") from None
-        if isinstance(row, str):
-            row = {"query": row}
-        if not isinstance(row, dict):
-            raise InvalidArgumentError(f'{where}: expected {{"query": ...}}', field="file")
+    for where, _, row in parse_jsonl(lines, source, field="file", bare_key="query"):
         text = row.get("query", row.get("question"))
         if not isinstance(text, str) or not text.strip():
             raise InvalidArgumentError(f"{where}: no query (a non-empty string)", field="file")
@@ -160,12 +149,12 @@ def read_queries(lines: Sequence[str], source: str) -> list[AskedQuery]:
     return queries
 
 
-def _input_lines(path: Path) -> tuple[list[str], str]:
+def _input_lines(path: Path) -> tuple[Sequence[bytes | str], str]:
     if str(path) == "-":
         return sys.stdin.read().splitlines(), "standard input"
     if not path.is_file():
         raise InvalidArgumentError(f"--file {path}: no such file", field="file")
-    return path.read_text(encoding="utf-8").splitlines(), str(path)
+    return path.read_bytes().splitlines(), str(path)
 
 
 # -- gateways -----------------------------------------------------------------------------
@@ -182,8 +171,7 @@ class _LocalGateway:
     once; decisions go to the audit store as a running gateway's do."""
 
     def __init__(self, settings: Settings) -> None:
-        from ..gateway._local_transport import LocalTransport
-        from ..gateway._wiring import build_pipelines, open_audit_store
+        from ..gateway import LocalTransport, build_pipelines, open_audit_store
 
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ask-stage")
         self._transport = LocalTransport(settings, ANSWER_STAGES, max_workers=8)

@@ -21,19 +21,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import InvalidArgumentError, load_settings
+from ..core import InvalidArgumentError, jsonl_rows, load_settings
+from ..core.settings import CALIBRATOR_KINDS, RISK_METHOD_NAMES
 
 if TYPE_CHECKING:
-    from ..confidence import CalibrationBinding, ObservedCandidate, Traffic
+    from ..confidence import CalibrationBinding, CalibrationConfig, ObservedCandidate, Traffic
     from ..core import Settings
 
-__all__ = ["CALIBRATOR_CHOICES", "METHOD_CHOICES", "register"]
+__all__ = ["calibration_config", "register"]
 
 _SIGNALS_FORMAT = "tribunal.calibration-signals/1"
-# The names of tribunal.confidence's CALIBRATORS and RISK_METHODS, spelled out so the
-# CLI starts without importing the numeric stack (a test keeps them equal).
-CALIBRATOR_CHOICES = ("isotonic", "monotone", "platt", "temperature")
-METHOD_CHOICES = ("clopper-pearson", "ltt", "ltt-hb", "sgr")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -55,17 +52,27 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=None,
         help="answer-classes file: each query's answers are widened to their whole classes",
     )
+    # Every default below is the profile's `confidence` settings (shown in --help).
     parser.add_argument(
-        "--alpha", type=float, nargs="+", default=[0.05, 0.1, 0.2], help="target rates"
+        "--alpha", type=float, nargs="+", default=None, help="target rates (confidence.alphas)"
     )
     parser.add_argument(
-        "--delta", type=float, default=0.1, help="each guarantee holds with prob. 1 - delta"
+        "--delta",
+        type=float,
+        default=None,
+        help="each guarantee holds with prob. 1 - delta (confidence.delta)",
     )
     parser.add_argument(
-        "--method", choices=METHOD_CHOICES, default="ltt", help="risk control (ltt)"
+        "--method",
+        choices=RISK_METHOD_NAMES,
+        default=None,
+        help="risk control (confidence.method)",
     )
     parser.add_argument(
-        "--calibrator", choices=CALIBRATOR_CHOICES, default="monotone", help="(monotone)"
+        "--calibrator",
+        choices=CALIBRATOR_KINDS,
+        default=None,
+        help="calibrator kind (confidence.calibrator)",
     )
     parser.add_argument(
         "--signal",
@@ -75,11 +82,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "ensemble_p_match_margin retrieval_reciprocal_rank retrieval_score dense_score)",
     )
     parser.add_argument("--score", default=None, help="the column an isotonic/temperature reads")
-    parser.add_argument("--holdout-fraction", type=float, default=0.3, help="by group (0.3)")
     parser.add_argument(
-        "--fit-fraction", type=float, default=0.3, help="of the rest, fits the calibrator (0.3)"
+        "--holdout-fraction",
+        type=float,
+        default=None,
+        help="held out, by group (confidence.holdout_fraction)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the grouped split")
+    parser.add_argument(
+        "--fit-fraction",
+        type=float,
+        default=None,
+        help="of the rest, fits the calibrator (1 - confidence.risk_fraction)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seed of the grouped split (confidence.seed)"
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -157,12 +174,16 @@ def _observe(
 
     from ..confidence import CalibrationBinding, embedder_version
     from ..core.server import ServiceHost
-    from ..gateway import AnswerPipeline
-    from ..gateway._checks import AnswerPolicy
-    from ..gateway._stages import StageError, StageTransport
-    from ..gateway._wiring import connect_stages, serve_stages
-    from ..retrieval._signing import trusted_keys
-    from ..retrieval._verification import checker_version
+    from ..entailment import checker_version
+    from ..gateway import (
+        AnswerPipeline,
+        AnswerPolicy,
+        StageError,
+        StageTransport,
+        connect_stages,
+        serve_stages,
+    )
+    from ..retrieval import trusted_keys
     from ..v1 import gateway_pb2, retrieval_pb2
 
     transport: StageTransport
@@ -297,7 +318,7 @@ def _read_signals(
 ) -> tuple[list[list[ObservedCandidate]], CalibrationBinding]:
     from ..confidence import CalibrationBinding, ObservedCandidate, Signals
 
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [row.value for row in jsonl_rows(path, field="from_signals")]
     if not lines or lines[0].get("format") != _SIGNALS_FORMAT:
         raise InvalidArgumentError(
             f"{path} is not a file written by --signals-out", field="from_signals"
@@ -337,9 +358,26 @@ def _with_classes(traffic: Traffic, path: Path) -> Traffic:
     )
 
 
+def calibration_config(args: argparse.Namespace, settings: Settings) -> CalibrationConfig:
+    """The command line's choices; each one it leaves out, the ``confidence`` setting's."""
+    from ..confidence import CalibrationConfig
+
+    return CalibrationConfig.from_settings(
+        settings.confidence,
+        calibrator=args.calibrator,
+        signals=tuple(args.signal) if args.signal else None,
+        score=args.score,
+        alphas=tuple(args.alpha) if args.alpha else None,
+        delta=args.delta,
+        method=args.method,
+        holdout_fraction=args.holdout_fraction,
+        fit_fraction=args.fit_fraction,
+        seed=args.seed,
+    )
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from ..confidence import (
-        CalibrationConfig,
         calibrate,
         calibration_markdown,
         default_artifact_path,
@@ -348,17 +386,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
 
     settings = load_settings(args.profile)
-    config = CalibrationConfig(
-        calibrator=args.calibrator,
-        signals=tuple(args.signal) if args.signal else None,
-        score=args.score,
-        alphas=tuple(args.alpha),
-        delta=args.delta,
-        method=args.method,
-        holdout_fraction=args.holdout_fraction,
-        fit_fraction=args.fit_fraction,
-        seed=args.seed,
-    )
+    config = calibration_config(args, settings)
     traffic = read_traffic(args.traffic)
     if args.classes is not None:
         traffic = _with_classes(traffic, args.classes)
@@ -400,7 +428,7 @@ def _writable_default(settings: Settings, resolved: Path) -> Path:
 
 
 def _kb_entries(settings: Settings, path: Path) -> list[Any]:
-    from ..retrieval import deduplicate, read_entries
+    from ..kb import deduplicate, read_entries
 
     entries, _ = deduplicate(
         read_entries(path, record_format="auto", max_chars=settings.retrieval.chunk_size_chars)
@@ -410,7 +438,7 @@ def _kb_entries(settings: Settings, path: Path) -> list[Any]:
 
 def _compute_classes(settings: Settings, kb: Path, rule: Any, rejected: Any, added: Any) -> Any:
     from ..confidence import AnswerClasses, candidate_links, file_sha256
-    from ..retrieval import load_profile_embedder
+    from ..embedding import load_profile_embedder
 
     entries = _kb_entries(settings, kb)
     ids = [e.id for e in entries]

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core import NotFoundError, Settings, load_settings
+from ..core import NotFoundError, Settings, jsonl_rows, load_settings
 from ..core.server import ServiceHost
 
 __all__ = ["register"]
@@ -116,12 +116,12 @@ def _answer_classes() -> Any:
 
 def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | None]]:
     """(query, id of the FAQ entry it paraphrases) for a seeded sample, then out-of-scope ones."""
-    from ..retrieval import entry_from_record
+    from ..kb import entry_from_record
 
     source = folder / "question_similarity_en.jsonl"
     if not source.is_file():
         raise NotFoundError(f"{source} does not exist: pass --data DIR (the covid-qa folder)")
-    rows = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+    rows = [row.value for row in jsonl_rows(source, field="data")]
     paraphrases = [r for r in rows if int(r["label"]) == 1]
     picked = random.Random(seed).sample(paraphrases, min(count, len(paraphrases)))
     asked: list[tuple[str, str | None]] = []
@@ -142,7 +142,8 @@ def _ingest(
     """The FAQ into ``collection`` under the ``self_evidenced`` policy, and (``match_vectors``)
     the feature matcher's vectors of its entries; its size."""
     from ..ensemble import precompute_entry_vectors
-    from ..retrieval import KnowledgeBase, deduplicate, key_paths, read_entries, writer_signer
+    from ..kb import deduplicate, read_entries
+    from ..retrieval import KnowledgeBase, key_paths, writer_signer
 
     # The demo is the KB's writer: it signs what it ingests (the key is made at first use).
     signer, created = writer_signer(settings)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..core import Settings
-    from ..retrieval import AuditedWrites, KbEntry, KbSigner, KnowledgeBase
+    from ..kb import KbEntry
+    from ..retrieval import AuditedWrites, KbSigner, KnowledgeBase
 
 __all__ = ["register"]
 

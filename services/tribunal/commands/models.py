@@ -154,7 +154,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..core.models._probe import probe_model
+    from ._model_probe import probe_model
 
     settings = load_settings(args.profile)
     store = ModelStore(settings.model_dir, progress=False)

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import InvalidArgumentError
+from ..core.settings import CalibratorKind, ConfidenceSettings, RiskMethod
 from ._artifact import CalibratorArtifact
 from ._binding import CalibrationBinding
 from ._calibrators import Calibrator
@@ -51,30 +52,52 @@ class ObservedCandidate:
     signals: Signals
 
 
+_DEFAULTS = ConfidenceSettings()
+"""The ``confidence`` settings' defaults: the defaults of every field below."""
+
+
+def _fit_fraction(risk_fraction: float) -> float:
+    return round(1.0 - risk_fraction, 12)
+
+
 @dataclass(frozen=True)
 class CalibrationConfig:
-    """How to calibrate."""
+    """How to calibrate; each default is the ``confidence`` setting's
+    (:meth:`from_settings` takes a profile's)."""
 
-    calibrator: str = "monotone"
+    calibrator: CalibratorKind = _DEFAULTS.calibrator
     """Calibrator kind (``monotone`` reads only KB-independent signals)."""
     signals: tuple[str, ...] | None = None
     """Columns of the monotone calibrator (default: :data:`PORTABLE_SIGNALS`)."""
     score: str | None = None
     """The one column an isotonic or temperature calibrator reads."""
-    alphas: tuple[float, ...] = (0.05, 0.1, 0.2)
+    alphas: tuple[float, ...] = _DEFAULTS.alphas
     """Target hallucination rates, one certified threshold each."""
-    delta: float = 0.1
+    delta: float = _DEFAULTS.delta
     """Each guarantee holds with probability ≥ 1 − δ."""
-    method: str = "ltt"
+    method: RiskMethod = _DEFAULTS.method
     """Risk-control method (``RISK_METHODS``)."""
-    holdout_fraction: float = 0.3
+    holdout_fraction: float = _DEFAULTS.holdout_fraction
     """Share of the queries (by group) held out for the report."""
-    fit_fraction: float = 0.3
+    fit_fraction: float = _fit_fraction(_DEFAULTS.risk_fraction)
     """Share of the remaining queries (by group) that fit the calibrator; the rest certify
-    (the monotone calibrator has at most nine parameters: a few dozen queries fit it,
-    and every query left to certify tightens the bound)."""
-    seed: int = 0
+    (``1 - confidence.risk_fraction``)."""
+    seed: int = _DEFAULTS.seed
     """Seed of the grouped split."""
+
+    @classmethod
+    def from_settings(cls, settings: ConfidenceSettings, **given: Any) -> CalibrationConfig:
+        """The settings' choices, overridden by each ``given`` value that is not None."""
+        defaults: dict[str, Any] = {
+            "calibrator": settings.calibrator,
+            "alphas": settings.alphas,
+            "delta": settings.delta,
+            "method": settings.method,
+            "holdout_fraction": settings.holdout_fraction,
+            "fit_fraction": _fit_fraction(settings.risk_fraction),
+            "seed": settings.seed,
+        }
+        return cls(**{**defaults, **{k: v for k, v in given.items() if v is not None}})
 
     def __post_init__(self) -> None:
         if self.calibrator not in CALIBRATORS:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import grpc
 
 from ..core import InvalidArgumentError, ResourceExhaustedError, Settings, TribunalError
-from ..core.server import RequestLimits, ServiceBinding, ServiceHost
+from ..core.server import ServiceHost
 from ..v1 import common_pb2, confidence_pb2, confidence_pb2_grpc
 from ._scorer import ConfidenceScorer, RequestVersions, ScoreResult, ThresholdStatus
 from ._signals import SCALAR_FIELDS, DebateOutcome, Signals
@@ -136,17 +136,11 @@ def build_host(settings: Settings) -> ServiceHost:
     def load() -> None:
         servicer.scorer = ConfidenceScorer.from_settings(settings)
 
-    return ServiceHost(
-        settings.server,
-        request_limits=RequestLimits.from_settings(settings),
+    return ServiceHost.for_servicer(
+        settings,
         name="confidence",
-        bindings=[
-            ServiceBinding(
-                SERVICE_NAME,
-                lambda server: confidence_pb2_grpc.add_ConfidenceServiceServicer_to_server(  # type: ignore[no-untyped-call]
-                    servicer, server
-                ),
-            )
-        ],
+        full_name=SERVICE_NAME,
+        add_servicer=confidence_pb2_grpc.add_ConfidenceServiceServicer_to_server,
+        servicer=servicer,
         loader=load,
     )

@@ -39,9 +39,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from ..core import InternalError, Settings
-from ..core.server._auth import Caller, authorize
-from ..core.server._credentials import CredentialStore, Role
-from ..core.server._status import status_for
+from ..core.server import Caller, CredentialStore, Role, authorize, status_for
 from ._registry import service
 
 __all__ = ["HANDLE_CALLER", "ServeApp", "grpc_status", "proto_methods", "serve_caller"]

@@ -20,7 +20,8 @@ from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult, validate_i
 
 if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
-    from ..retrieval import CachingEmbedder, Embedder, KbEntry, VectorStore
+    from ..embedding import CachingEmbedder, Embedder, VectorStore
+    from ..kb import KbEntry
 
 __all__ = ["FeatureMatcher", "Matcher", "load_matcher", "precompute_entry_vectors"]
 
@@ -112,7 +113,7 @@ class FeatureMatcher:
 
 def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embedder]:
     """The feature matcher's artifact and this process's embedder of the model it names."""
-    from ..retrieval import shared_profile_embedder
+    from ..embedding import shared_profile_embedder
 
     artifact = MatchFeaturesArtifact.load(features_path(settings))
     key = artifact.embedder.model_key
@@ -129,7 +130,7 @@ def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embed
 
 def _entry_store(settings: Settings, embedder: Embedder) -> VectorStore:
     """Where the feature matcher's vectors of KB entries are kept (``data_dir/vectors``)."""
-    from ..retrieval import VectorStore
+    from ..embedding import VectorStore
 
     return VectorStore.for_model(
         settings.data_dir, model=embedder.name, dimension=embedder.dimension
@@ -139,7 +140,7 @@ def _entry_store(settings: Settings, embedder: Embedder) -> VectorStore:
 def _entry_embedder(settings: Settings, embedder: Embedder) -> CachingEmbedder:
     """KB entries come back with every query that finds them: their vectors are computed
     once, kept in memory and on disk (across restarts, shared with ingestion)."""
-    from ..retrieval import CachingEmbedder
+    from ..embedding import CachingEmbedder
 
     return CachingEmbedder(embedder, store=_entry_store(settings, embedder))
 

@@ -35,7 +35,7 @@ from ._relevance_artifact import (
 if TYPE_CHECKING:
     from ..core import Settings
     from ..core.llm import LLMEngine
-    from ..retrieval import Embedder
+    from ..embedding import Embedder
 
 __all__ = [
     "RELEVANCE_FORMAT",
@@ -115,7 +115,7 @@ class RelevanceJudge:
             ConfigError: no artifact file, or one that is invalid or does not fit the profile.
         """
         from ..core.llm import shared_engine
-        from ..retrieval import shared_profile_embedder
+        from ..embedding import shared_profile_embedder
 
         if artifact is None:
             artifact = RelevanceArtifact.load(relevance_artifact_path(settings))

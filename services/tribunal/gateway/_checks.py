@@ -38,15 +38,10 @@ from typing import TYPE_CHECKING
 
 from ..confidence import ConfidenceScorer, DebateOutcome, ScoreResult, Signals
 from ..core import TribunalError
-from ..retrieval import Chunk as DomainChunk
-from ..retrieval import (
-    KbEntry,
-    TrustedKeys,
-    answer_sha256,
-    checker_version,
-    self_sourced,
-    trusted_keys,
-)
+from ..entailment import checker_version
+from ..kb import Chunk as DomainChunk
+from ..kb import KbEntry, answer_sha256, self_sourced
+from ..retrieval import TrustedKeys, trusted_keys
 from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, retrieval_pb2
 from ._provenance import ProvenanceMemory
 from ._stages import FailureKind, StageError

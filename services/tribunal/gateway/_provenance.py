@@ -36,16 +36,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..kb import Chunk, KbEntry, answer_sha256, entry_sha256
 from ..retrieval import (
     ENTRY_KIND,
     HEAD_KIND,
-    Chunk,
-    KbEntry,
     SignatureError,
     SignedRecord,
     TrustedKeys,
-    answer_sha256,
-    entry_sha256,
 )
 from ..v1 import common_pb2, retrieval_pb2
 from ._stages import FailureKind, StageError

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import math
 import random
 import re
@@ -44,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlalchemy import Select, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError, jsonl_rows
 from ..core.storage import Base, Database, EscalationRow
 from ._review_tables import ReviewVoteRow
 from ._tables import JobItemRow
@@ -123,34 +122,31 @@ def load_attention(path: str | Path) -> list[AttentionItem]:
         raise NotFoundError(f"--attention {source}: no such file")
     items: list[AttentionItem] = []
     seen: set[str] = set()
-    with source.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                parsed = _AttentionLine.model_validate(json.loads(line))
-            except (json.JSONDecodeError, ValidationError) as exc:
-                raise InvalidArgumentError(
-                    f"{source}:{number}: not an attention item (need query, chunk, answers, "
-                    f"label relevant|irrelevant): {exc}",
-                    field="attention",
-                ) from None
-            item_id = parsed.id or str(number)
-            if item_id in seen:
-                raise InvalidArgumentError(
-                    f"{source}:{number}: duplicate attention id {item_id!r}", field="attention"
-                )
-            seen.add(item_id)
-            items.append(
-                AttentionItem(
-                    id=item_id,
-                    query=parsed.query,
-                    chunk=parsed.chunk,
-                    label=parsed.label,
-                    answers=tuple(parsed.answers),
-                    history=parsed.history,
-                )
+    for row in jsonl_rows(source, field="attention"):
+        try:
+            parsed = _AttentionLine.model_validate(row.value)
+        except ValidationError as exc:
+            raise InvalidArgumentError(
+                f"{row.where}: not an attention item (need query, chunk, answers, "
+                f"label relevant|irrelevant): {exc}",
+                field="attention",
+            ) from None
+        item_id = parsed.id or str(row.number)
+        if item_id in seen:
+            raise InvalidArgumentError(
+                f"{row.where}: duplicate attention id {item_id!r}", field="attention"
             )
+        seen.add(item_id)
+        items.append(
+            AttentionItem(
+                id=item_id,
+                query=parsed.query,
+                chunk=parsed.chunk,
+                label=parsed.label,
+                answers=tuple(parsed.answers),
+                history=parsed.history,
+            )
+        )
     return items
 
 

@@ -26,8 +26,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import FailedPreconditionError, RetrievalSettings
+from ..embedding import Embedder
+from ..kb import KbEntry
 from ._dense import DenseIndex, UnitMatch
-from ._embedding import Embedder
 from ._signing import (
     ENTRY_KIND,
     HEAD_KIND,
@@ -39,7 +40,7 @@ from ._signing import (
 )
 from ._sparse import SparseIndex
 from ._store import EntryStore
-from ._types import CollectionStats, DeleteResult, KbEntry, UpsertResult
+from ._types import CollectionStats, DeleteResult, UpsertResult
 from ._verification import EntryVerification, VerificationVerdict
 
 __all__ = ["Collection"]

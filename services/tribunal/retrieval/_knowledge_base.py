@@ -29,17 +29,16 @@ from ..core import (
     RetrievalSettings,
     check_deadline,
 )
-from ._batching import prefetch_query_vectors, shared_profile_embedder
+from ..embedding import Embedder, prefetch_query_vectors, shared_profile_embedder
+from ..kb import KbEntry
 from ._collection import Collection
 from ._dense import UnitMatch
-from ._embedding import Embedder
 from ._fusion import reciprocal_rank_fusion
 from ._rerank import Reranker, rerank_order, rerank_passage
 from ._signing import KbSigner, SignedRecord
 from ._types import (
     CollectionStats,
     DeleteResult,
-    KbEntry,
     SearchHit,
     SearchMode,
     SearchQuery,
@@ -598,7 +597,7 @@ def _needs_check(verification: EntryVerification | None, version: str) -> bool:
 
 
 def _never_verified(entry: KbEntry) -> EntryVerification:
-    from ._verification import answer_sha256, entry_sha256
+    from ..kb import answer_sha256, entry_sha256
 
     return EntryVerification(
         VerificationVerdict.UNVERIFIED,

@@ -28,10 +28,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from ._ingest import entry_from_record, entry_to_record
+from ..kb import KbEntry, entry_from_record, entry_sha256, entry_to_record
 from ._signing import SignedRecord
-from ._types import KbEntry
-from ._verification import EntryVerification, entry_sha256
+from ._verification import EntryVerification
 
 __all__ = ["EntryStore", "StoredUnits"]
 

@@ -4,16 +4,14 @@ db = Database(settings.database_url)
 audit_id = db.append_decision(DecisionRecord(kind="answer", query=q, decision="ACCEPT"))
 """
 
-from ._database import Database, DecisionRecord, EscalationRecord, normalise_url
-from ._tables import AuditDecisionRow, Base, EscalationRow, KbChangeRow
+from ._database import Database, DecisionRecord, EscalationRecord
+from ._tables import Base, EscalationRow, KbChangeRow
 
 __all__ = [
-    "AuditDecisionRow",
     "Base",
     "Database",
     "DecisionRecord",
     "EscalationRecord",
     "EscalationRow",
     "KbChangeRow",
-    "normalise_url",
 ]

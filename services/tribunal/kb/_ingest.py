@@ -22,17 +22,13 @@ Three record formats, one JSON object per line:
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from ..core import InvalidArgumentError
+from ..core import InvalidArgumentError, jsonl_rows
 from ._chunking import chunk_sentences, chunk_text
-from ._types import Chunk, KbEntry
-
-if TYPE_CHECKING:
-    from ..core import RetrievalSettings
+from ._entry import Chunk, KbEntry
 
 __all__ = [
     "RecordFormat",
@@ -40,7 +36,6 @@ __all__ = [
     "entry_from_record",
     "entry_to_record",
     "read_entries",
-    "read_entries_checked",
 ]
 
 RecordFormat = Literal["auto", "faq", "corpus", "entries"]
@@ -166,21 +161,15 @@ def read_entries(
     """
     if not path.is_file():
         raise InvalidArgumentError(f"no such file: {path}", field="path")
-    with path.open(encoding="utf-8") as lines:
-        count = 0
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            if limit is not None and count >= limit:
-                return
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise InvalidArgumentError("a line must hold a JSON object")
-                yield entry_from_record(record, record_format=record_format, max_chars=max_chars)
-            except (json.JSONDecodeError, InvalidArgumentError) as exc:
-                raise InvalidArgumentError(f"{path}:{number}: {exc}", field="path") from exc
-            count += 1
+    if limit is not None and limit <= 0:
+        return
+    for count, row in enumerate(jsonl_rows(path), start=1):
+        try:
+            yield entry_from_record(row.value, record_format=record_format, max_chars=max_chars)
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(f"{row.where}: {exc}", field="path") from exc
+        if limit is not None and count >= limit:
+            return
 
 
 def deduplicate(entries: Iterable[KbEntry]) -> tuple[list[KbEntry], list[str]]:
@@ -192,112 +181,3 @@ def deduplicate(entries: Iterable[KbEntry]) -> tuple[list[KbEntry], list[str]]:
             repeated[entry.id] = None
         by_id[entry.id] = entry
     return list(by_id.values()), list(repeated)
-
-
-_BOM = b"\xef\xbb\xbf"
-
-
-def _line_error(where: str, message: str) -> InvalidArgumentError:
-    return InvalidArgumentError(f"{where}: {message}; nothing was written", field="path")
-
-
-def _check_ids(entry: KbEntry, where: str, max_id_chars: int) -> None:
-    """The ids the gRPC path holds to ``server.max_id_chars``: entry and chunk ids,
-    metadata keys."""
-    named = [("id", entry.id)]
-    named += [(f"chunks[{j}].id", chunk.id) for j, chunk in enumerate(entry.chunks)]
-    named += [(f"metadata key {key[:40]!r}", key) for key in entry.metadata]
-    for what, value in named:
-        if len(value) > max_id_chars:
-            raise _line_error(
-                where,
-                f"{what} has {len(value)} characters; the limit is {max_id_chars} "
-                "(server.max_id_chars): shorten it",
-            )
-
-
-def _record(raw: bytes, where: str) -> dict[str, Any]:
-    """One line as a JSON object; a clear error for anything else."""
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _line_error(
-            where, f"not valid UTF-8 (byte {exc.start + 1} of the line): save the file as UTF-8"
-        ) from exc
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise _line_error(
-            where,
-            f"not valid JSON ({exc.msg}, column {exc.colno}): each line must hold one "
-            "complete JSON object (is the line cut short?)",
-        ) from exc
-    if not isinstance(record, dict):
-        raise _line_error(where, f"a line must hold a JSON object, not {type(record).__name__}")
-    return record
-
-
-def read_entries_checked(
-    path: Path,
-    *,
-    record_format: RecordFormat = "auto",
-    settings: RetrievalSettings,
-    max_id_chars: int,
-    limit: int | None = None,
-) -> tuple[list[KbEntry], list[str]]:
-    """Every entry of a JSONL file, each line checked before the caller writes anything:
-    UTF-8 without a byte-order mark, one JSON object per line, the record's fields, the
-    request limits (sizes, searchable texts, ``server.max_id_chars``), and no explicit
-    ``id`` given twice. Returns the entries (a derived id repeated: the last record kept)
-    and the derived ids that repeated.
-
-    Raises:
-        InvalidArgumentError: the first problem, naming ``file:line``.
-    """
-    # One check per rule, written here rather than with a JSON-schema library: the
-    # messages must name the line and the setting to change.
-    from ._validation import check_entry
-
-    if not path.is_file():
-        raise InvalidArgumentError(f"no such file: {path}", field="path")
-    data = path.read_bytes()
-    if data.startswith(_BOM):
-        raise _line_error(
-            f"{path}:1",
-            "the file starts with a UTF-8 byte-order mark: save it as UTF-8 without one",
-        )
-    entries: dict[str, KbEntry] = {}
-    explicit: dict[str, int] = {}
-    derived: dict[str, None] = {}
-    count = 0
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        where = f"{path}:{number}"
-        if not raw.strip():
-            continue
-        if limit is not None and count >= limit:
-            break
-        record = _record(raw, where)
-        try:
-            entry = entry_from_record(
-                record, record_format=record_format, max_chars=settings.chunk_size_chars
-            )
-            check_entry(entry, settings, "entry")
-        except InvalidArgumentError as exc:
-            raise _line_error(where, exc.message) from exc
-        _check_ids(entry, where, max_id_chars)
-        if record.get("id") or record.get("_id"):
-            if entry.id in explicit:
-                raise _line_error(
-                    where, f"id {entry.id!r} was already given on line {explicit[entry.id]}"
-                )
-            explicit[entry.id] = number
-        elif entry.id in entries:
-            derived[entry.id] = None
-        entries[entry.id] = entry
-        count += 1
-    if not entries:
-        raise InvalidArgumentError(
-            f"{path}: the file holds no entries (it is empty or blank); nothing was written",
-            field="path",
-        )
-    return list(entries.values()), list(derived)
