@@ -41,8 +41,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 from ..core import FailedPreconditionError
-from ._types import KbEntry
-from ._verification import EntryVerification, answer_sha256, entry_sha256
+from ..kb import KbEntry, answer_sha256, entry_sha256
+from ._verification import EntryVerification
 
 if TYPE_CHECKING:
     from ..core import Settings

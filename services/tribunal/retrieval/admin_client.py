@@ -20,10 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core import FailedPreconditionError
+from ..kb import answer_sha256, entry_from_proto, entry_sha256
 from ..v1 import retrieval_pb2
 from ._signing import ENTRY_KIND, HEAD_KIND, KbSigner, SignatureError, parse_record
-from ._verification import answer_sha256, entry_sha256
-from .servicer import entry_from_proto
 
 __all__ = ["signed_delete", "signed_upsert"]
 
