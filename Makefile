@@ -104,7 +104,7 @@ bench: install ## benchmarks: ratios measured side by side in one run
 # ends exactly that cluster (never `ray stop`, which would end every Ray on the machine).
 SERVE_DIR ?= .build/serve
 SERVE_ARGS ?= --set llm.n_threads=1
-RAY_AUTH ?= disabled
+RAY_AUTH ?= token
 SERVE_WAIT ?= 900
 
 serve: install ## run every service on a local Ray Serve (gRPC proxy 127.0.0.1:9000, metadata application: gateway)

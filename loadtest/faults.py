@@ -36,7 +36,7 @@ from tribunal.core import Settings, load_settings
 from tribunal.core.storage import Database
 from tribunal.entailment import checker_version
 from tribunal.kb import answer_sha256
-from tribunal.retrieval import KnowledgeBase, VerificationVerdict
+from tribunal.retrieval import KnowledgeBase, VerificationVerdict, writer_signer
 
 from ._grpc import GatewayClient
 from ._report import plot, summarize
@@ -99,13 +99,14 @@ def build_kb(data_dir: Path, faq: Path, *, stale_share: float, seed: int) -> dic
         faq, chunk_chars=current.retrieval.chunk_size_chars, mismatched=0.15, seed=seed
     )
     rng = random.Random(seed)
-    kb = KnowledgeBase.from_settings(stale_settings)
+    signer = writer_signer(current)[0]  # the KB's writer signs what it writes
+    kb = KnowledgeBase.from_settings(stale_settings, signer=signer)
     try:
         kb.upsert(COLLECTION, entries, create=True)
     finally:
         kb.close()
     kept = [e for e in entries if rng.random() >= stale_share]
-    kb = KnowledgeBase.from_settings(current)
+    kb = KnowledgeBase.from_settings(current, signer=signer)
     try:
         kb.upsert(COLLECTION, kept)
         _, found = kb.collection(COLLECTION).verified_entries([e.id for e in entries])

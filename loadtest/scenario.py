@@ -97,9 +97,10 @@ def fit_synthetic_calibrator(
 def ingest_faq(settings: Settings, faq: Path, collection: str) -> int:
     """The FAQ knowledge base into ``collection`` (under ``settings.data_dir``)."""
     from tribunal.kb import deduplicate, read_entries
-    from tribunal.retrieval import KnowledgeBase
+    from tribunal.retrieval import KnowledgeBase, writer_signer
 
-    kb = KnowledgeBase.from_settings(settings)
+    # Written as the KB's writer does: signed (the gateway serves only signed entries).
+    kb = KnowledgeBase.from_settings(settings, signer=writer_signer(settings)[0])
     try:
         entries, _ = deduplicate(
             read_entries(faq, record_format="faq", max_chars=settings.retrieval.chunk_size_chars)

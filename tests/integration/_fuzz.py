@@ -55,6 +55,7 @@ from tribunal.v1 import (
     retrieval_pb2,
 )
 
+from tests.integration._admin import ADMIN_TOKEN, as_admin
 from tests.integration._retrieval import ENTRIES
 from tests.unit._debate_engine import ScriptedEngine, turn_json
 
@@ -115,6 +116,21 @@ RPCS = [
     ),
     Rpc("RetrievalService", "Delete", retrieval_pb2.DeleteRequest(collection="fuzzed", ids=["f1"])),
     Rpc("RetrievalService", "Stats", retrieval_pb2.StatsRequest(collection="default")),
+    Rpc(
+        "RetrievalService",
+        "Sign",
+        retrieval_pb2.SignRequest(
+            collection="fuzzed",
+            records=[
+                retrieval_pb2.SignedRecord(
+                    record=b'{"collection":"fuzzed","kb_content_version":"kb-0000000000000000",'
+                    b'"kb_version":1,"kind":"tribunal.kb-head.v1","self_evidenced":false}',
+                    key_id="kb-0000000000000000",
+                    signature=b"\x00" * 64,
+                )
+            ],
+        ),
+    ),
     Rpc("EntailmentService", "Check", entailment_pb2.CheckRequest(pairs=[_PAIR])),
     Rpc(
         "EntailmentService",
@@ -224,6 +240,7 @@ def stack_overrides(root: Path) -> dict[str, Any]:
             "grace_seconds": 0.5,
             "max_ongoing_requests": 4,
             "max_queued_requests": 8,
+            "auth_token": ADMIN_TOKEN,  # KB changes always need an admin credential
         },
         "retrieval": {"verifier": "none", "rerank_enabled": False},
         "entailment": {"fast_backend": "lexical", "two_stage": False},
@@ -274,7 +291,7 @@ class Stack:
         port = host.start()
         assert host.wait_until_ready(600), f"{name}: {host.load_error}"
         self.hosts[name], self.ports[name] = host, port
-        self.channels[name] = grpc.insecure_channel(f"127.0.0.1:{port}")
+        self.channels[name] = as_admin(grpc.insecure_channel(f"127.0.0.1:{port}"))
 
     def stop(self) -> None:
         for channel in self.channels.values():
@@ -328,7 +345,11 @@ class Stack:
             health = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=10
             )
-            probes = [r for r in RPCS if r.service == SERVICE_OF[name] and r.method != "Delete"]
+            probes = [
+                r
+                for r in RPCS
+                if r.service == SERVICE_OF[name] and r.method not in ("Delete", "Sign")
+            ]
             out[name] = {
                 "health": health_pb2.HealthCheckResponse.ServingStatus.Name(health.status),
                 "valid_requests": {

@@ -12,7 +12,9 @@ each entry's stored verification (VERIFIED by the tiny profile's checker when it
 has chunks, SELF_EVIDENCED when not; ``Script.verdicts`` overrides). Confidence is
 the real confidence servicer on an identity calibrator (confidence = P(match),
 plain threshold 0.5), which the gateway under test must trust:
-``load_settings(..., confidence=script.confidence_settings)``.
+``load_settings(..., confidence=script.confidence_settings)``. Retrieval signs what it
+serves, as the KB's writer would, with the script's key, which the gateway must trust:
+``gateway={..., "kb_trusted_keys": script.trusted_keys}``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from tribunal.confidence.servicer import ConfidenceServicer
 from tribunal.core import ServerSettings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
 from tribunal.entailment import checker_version
-from tribunal.kb import answer_sha256
+from tribunal.kb import answer_sha256, entry_from_proto, entry_sha256
+from tribunal.retrieval import (
+    KbSigner,
+    VerificationVerdict,
+    canonical_record,
+    entry_record,
+    head_record,
+)
+from tribunal.retrieval._verification import EntryVerification
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2_grpc,
@@ -95,8 +105,44 @@ def verification(
         chunk_p_entail={c.id: 0.9 for c in entry.chunks} if verified else {},
         checker_version=CHECKER_VERSION if entry.chunks else "",
         answer_sha256=answer_sha256(entry.answer),
+        entry_sha256=entry_sha256(entry_from_proto(entry)),
         verified_at="2026-12-01T00:00:00+00:00",
         claims=1,
+    )
+
+
+_STORED = {
+    retrieval_pb2.VERIFICATION_VERDICT_UNVERIFIED: VerificationVerdict.UNVERIFIED,
+    retrieval_pb2.VERIFICATION_VERDICT_VERIFIED: VerificationVerdict.VERIFIED,
+    retrieval_pb2.VERIFICATION_VERDICT_FAILED: VerificationVerdict.FAILED,
+    retrieval_pb2.VERIFICATION_VERDICT_NO_EVIDENCE: VerificationVerdict.NO_EVIDENCE,
+    retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED: VerificationVerdict.NO_EVIDENCE,
+}
+
+
+def signed_record(
+    signer: KbSigner,
+    collection: str,
+    entry: common_pb2.KbEntry,
+    verification: retrieval_pb2.EntryVerification,
+    version: int,
+) -> retrieval_pb2.SignedRecord:
+    """The served record the KB's writer signs for ``entry`` as stored."""
+    stored = EntryVerification(
+        verdict=_STORED[verification.verdict],
+        entailed_chunk_ids=tuple(verification.entailed_chunk_ids),
+        chunk_p_entail=dict(verification.chunk_p_entail),
+        checker_version=verification.checker_version,
+        models=tuple(verification.models),
+        answer_sha256=verification.answer_sha256,
+        entry_sha256=verification.entry_sha256,
+        verified_at=verification.verified_at,
+        claims=verification.claims,
+    )
+    record = canonical_record(entry_record(collection, entry_from_proto(entry), stored, version))
+    signed = signer.sign(record)
+    return retrieval_pb2.SignedRecord(
+        record=signed.record, key_id=signed.key_id, signature=signed.signature
     )
 
 
@@ -120,6 +166,17 @@ class Script:
             Path(tempfile.mkdtemp(prefix="scripted-")) / "identity-calibrator.json"
         )
     )
+    kb_content_version: str = "kb-scripted000000"
+    """The content version retrieval reports (and signs)."""
+    signer: KbSigner = field(default_factory=KbSigner.generate)
+    """The KB writer's key the scripted retrieval signs with."""
+
+    @property
+    def trusted_keys(self) -> str:
+        """A folder holding the signer's public key (``gateway.kb_trusted_keys``)."""
+        folder = Path(tempfile.mkdtemp(prefix="scripted-keys-"))
+        (folder / f"{self.signer.key_id}.pub").write_bytes(self.signer.public_pem())
+        return str(folder)
 
     @property
     def confidence_settings(self) -> dict[str, object]:
@@ -165,9 +222,31 @@ class _Retrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
             )
             for i, entry in enumerate(self.script.hits[: request.top_k])
         ]
+        version, content = 7, self.script.kb_content_version
+        for hit in hits:
+            hit.served.CopyFrom(
+                signed_record(
+                    self.script.signer, request.collection, hit.entry, hit.verification, version
+                )
+            )
+        policy = not any(
+            hit.verification.verdict == retrieval_pb2.VERIFICATION_VERDICT_NO_EVIDENCE
+            for hit in hits
+        )
+        head = self.script.signer.sign(
+            canonical_record(head_record(request.collection, version, content, policy))
+        )
         if mode == "malformed" and hits:
             hits[0].rank = 0
-        return retrieval_pb2.SearchResponse(hits=hits, request_id=request.request_id, kb_version=7)
+        return retrieval_pb2.SearchResponse(
+            hits=hits,
+            request_id=request.request_id,
+            kb_version=version,
+            kb_content_version=content,
+            kb_head=retrieval_pb2.SignedRecord(
+                record=head.record, key_id=head.key_id, signature=head.signature
+            ),
+        )
 
 
 class _Ensemble(ensemble_pb2_grpc.EnsembleServiceServicer):

@@ -43,6 +43,8 @@ class Mode:
     """The stage the gateway must name ("" when the reason names none)."""
     off_topic: bool = False
     """Ask the off-topic query (the untampered decision is a LOW_CONFIDENCE fallback)."""
+    query: str | None = None
+    """Ask this query instead."""
 
 
 class TamperProxy:

@@ -73,15 +73,7 @@ def _answer(
 ) -> tuple[gateway_pb2.AnswerResponse, Database]:
     """One Answer through a gateway trusting ``artifact``; retrieval reports ``content``
     as the KB's content version."""
-    search = _scripted_stages._Retrieval.Search
-
-    def reporting(self, request, context):  # type: ignore[no-untyped-def]
-        response = search(self, request, context)
-        response.kb_content_version = content
-        return response
-
-    monkeypatch.setattr(_scripted_stages._Retrieval, "Search", reporting)
-    script = Script()
+    script = Script(kb_content_version=content)
     stages = _scripted_stages.start(script)
     address = f"127.0.0.1:{stages.port}"
     settings = load_settings(
@@ -90,6 +82,7 @@ def _answer(
         database_url=database_url,
         confidence={"artifact_path": str(artifact), "alpha": 0.1},
         gateway={
+            "kb_trusted_keys": script.trusted_keys,
             "discovery": "grpc",
             "addresses": dict.fromkeys(
                 ("retrieval", "ensemble", "entailment", "confidence", "debate"), address

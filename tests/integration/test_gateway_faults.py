@@ -41,6 +41,7 @@ def _gateway(database_url: str, **gateway: object) -> Iterator[Gateway]:
         database_url=database_url,
         confidence=script.confidence_settings,
         gateway={
+            "kb_trusted_keys": script.trusted_keys,
             "discovery": "grpc",
             "addresses": dict.fromkeys(
                 ("retrieval", "ensemble", "entailment", "confidence", "debate"), address
@@ -111,7 +112,13 @@ def test_accept_returns_the_kb_answer_verbatim_with_evidence_and_audit(gw: Gatew
     assert "entailment_p_entail" not in record.signals["faq-2"]["signals"]
     assert record.versions["ensemble"]["artifact"] == "test-1"
     assert record.versions["confidence"]["calibrator"].startswith("temperature-")
-    assert record.versions["kb"] == {"collection": "faq", "version": 7}
+    # The collection version the KB's writer signed, and the key that signed it.
+    assert record.versions["kb"] == {
+        "collection": "faq",
+        "version": 7,
+        "content": "kb-scripted000000",
+        "key_id": gw.script.signer.key_id,
+    }
     assert record.detail["served"]["evidence_policy"] == "verified"
     assert record.detail["served"]["answer_sha256"] == response.answer_sha256
 

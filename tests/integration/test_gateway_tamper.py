@@ -7,6 +7,14 @@ the way a faulty network or an attacker would. Untampered, the paraphrase is
 answered from the KB and the off-topic question falls back; under every mode
 the gateway falls back with the right reason and stage, and writes the audit
 row — on SQLite and on PostgreSQL.
+
+The KB is signed by its writer (the fixture holds the private key; the stage server
+never does). Beyond replies that contradict themselves, the modes rewrite replies so
+that they agree with themselves but not with the KB: an injected answer with every hash
+recomputed, FAILED / NO_EVIDENCE / stale-checker entries relabelled VERIFIED or
+SELF_EVIDENCED, answers swapped between hits, another collection's signed entry,
+forged versions and evidence texts, copied, re-keyed, truncated, attacker-signed and
+missing signatures, and an entry version replayed after an update.
 """
 
 from __future__ import annotations
@@ -23,10 +31,17 @@ import pytest
 from tribunal.core import Settings, load_settings
 from tribunal.core.server import ServiceHost
 from tribunal.core.storage import Database
+from tribunal.entailment import checker_version
 from tribunal.gateway._wiring import build_stage_host
 from tribunal.gateway.servicer import build_host
-from tribunal.kb import answer_sha256
-from tribunal.retrieval import KnowledgeBase
+from tribunal.kb import Chunk, KbEntry, answer_sha256, entry_from_proto, entry_sha256
+from tribunal.retrieval import (
+    KbSigner,
+    KnowledgeBase,
+    canonical_record,
+    parse_record,
+    writer_signer,
+)
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc, retrieval_pb2
 
 from loadtest.verified_kb import LEXICAL_CHECKER, verified_faq_entries
@@ -42,6 +57,15 @@ OFF_TOPIC = "Who won the 1998 football world cup?"
 MALFORMED = "MALFORMED_RESPONSE"
 UNVERIFIED = "UNVERIFIED"
 VERIFIED = retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
+BLEACH = "Bathe your dog in diluted bleach every day."
+BLEACH_QUERY = "Should I bathe my dog in bleach to protect it from COVID-19?"
+OTHER = "pets-other"
+"""A second collection holding a verified, signed bleach entry."""
+CAPTURED: dict[str, Any] = {}
+"""Replies the fixture captured for the modes that splice them in (``foreign``)."""
+RELABELLED: dict[str, int] = {}
+"""Hits whose verdict a relabelling mode changed, by mode name."""
+ATTACKER = KbSigner.generate()
 
 
 # -- the modes ---------------------------------------------------------------------------
@@ -158,6 +182,154 @@ def _drop_score_fields(request: Any, reply: Any, previous: Any) -> Any:
     return reply
 
 
+def _inject(*, recompute_entry: bool) -> Any:
+    """The top answer replaced, its sha256 (and the entry's) recomputed to agree."""
+
+    def rewrite(request: Any, reply: Any, previous: Any) -> Any:
+        hit = reply.hits[0]
+        hit.entry.answer = BLEACH
+        hit.verification.answer_sha256 = answer_sha256(BLEACH)
+        if recompute_entry:
+            hit.verification.entry_sha256 = entry_sha256(entry_from_proto(hit.entry))
+        return reply
+
+    return rewrite
+
+
+def _relabel(verdict: int, name: str) -> Any:
+    """Every hit not VERIFIED relabelled ``verdict``: naming its chunks as entailing, by
+    the configured checker, with all hashes consistent."""
+
+    def rewrite(request: Any, reply: Any, previous: Any) -> Any:
+        current = CAPTURED["checker_version"]
+        for hit in reply.hits:
+            verification = hit.verification
+            if verification.verdict == VERIFIED and verification.checker_version == current:
+                continue
+            RELABELLED[name] = RELABELLED.get(name, 0) + 1
+            verification.verdict = verdict  # type: ignore[assignment]
+            verification.reason = ""
+            del verification.entailed_chunk_ids[:]
+            verification.chunk_p_entail.clear()
+            if verdict == VERIFIED:
+                chunk_ids = [chunk.id for chunk in hit.entry.chunks]
+                if not chunk_ids:  # a VERIFIED entry needs a chunk: give it its answer
+                    hit.entry.chunks.add(id="doc-0", text=hit.entry.answer)
+                    chunk_ids = ["doc-0"]
+                    verification.entry_sha256 = entry_sha256(entry_from_proto(hit.entry))
+                verification.entailed_chunk_ids.extend(chunk_ids)
+                for chunk_id in chunk_ids:
+                    verification.chunk_p_entail[chunk_id] = 0.99
+                verification.checker_version = current
+        return reply
+
+    return rewrite
+
+
+def _swap_answers(request: Any, reply: Any, previous: Any) -> Any:
+    """The answers (and their hashes) of the first two hits exchanged."""
+    first, second = reply.hits[0], reply.hits[1]
+    first.entry.answer, second.entry.answer = second.entry.answer, first.entry.answer
+    for hit in (first, second):
+        hit.verification.answer_sha256 = answer_sha256(hit.entry.answer)
+        hit.verification.entry_sha256 = entry_sha256(entry_from_proto(hit.entry))
+    return reply
+
+
+def _foreign_entry(request: Any, reply: Any, previous: Any) -> Any:
+    """The top hit replaced by another collection's signed entry (its scores kept)."""
+    foreign = CAPTURED["foreign"].hits[0]
+    hit = reply.hits[0]
+    hit.entry.CopyFrom(foreign.entry)
+    hit.verification.CopyFrom(foreign.verification)
+    hit.served.CopyFrom(foreign.served)
+    return reply
+
+
+def _foreign_head(request: Any, reply: Any, previous: Any) -> Any:
+    reply.kb_head.CopyFrom(CAPTURED["foreign"].kb_head)
+    return reply
+
+
+def _reply_field(field: str, value: Any) -> Any:
+    def rewrite(request: Any, reply: Any, previous: Any) -> Any:
+        setattr(reply, field, value)
+        return reply
+
+    return rewrite
+
+
+def _evidence_text(request: Any, reply: Any, previous: Any) -> Any:
+    """The top hit's entailing chunk says something else (hashes recomputed)."""
+    hit = reply.hits[0]
+    chunks = {chunk.id: chunk for chunk in hit.entry.chunks}
+    chunks[hit.verification.entailed_chunk_ids[0]].text = BLEACH
+    hit.verification.entry_sha256 = entry_sha256(entry_from_proto(hit.entry))
+    return reply
+
+
+def _copy_signature(request: Any, reply: Any, previous: Any) -> Any:
+    reply.hits[0].served.CopyFrom(reply.hits[1].served)
+    return reply
+
+
+def _every_served(change: Any) -> Any:
+    def rewrite(request: Any, reply: Any, previous: Any) -> Any:
+        for hit in reply.hits:
+            change(hit)
+        return reply
+
+    return rewrite
+
+
+def _attacker_signs(*, claim_trusted_id: bool) -> Any:
+    """The top answer injected and its record re-made to match, signed with the
+    attacker's own key (under its own id, or claiming the trusted key's id)."""
+
+    def rewrite(request: Any, reply: Any, previous: Any) -> Any:
+        hit = reply.hits[0]
+        hit.entry.answer = BLEACH
+        hit.verification.answer_sha256 = answer_sha256(BLEACH)
+        hit.verification.entry_sha256 = entry_sha256(entry_from_proto(hit.entry))
+        record = parse_record(hit.served.record)
+        record["answer_sha256"] = hit.verification.answer_sha256
+        record["entry_sha256"] = hit.verification.entry_sha256
+        signed = ATTACKER.sign(canonical_record(record))
+        hit.served.record = signed.record
+        hit.served.signature = signed.signature
+        if not claim_trusted_id:
+            hit.served.key_id = signed.key_id
+        if not claim_trusted_id:
+            # Every other hit unsigned too, so no genuine entry can be served instead.
+            for other in reply.hits[1:]:
+                other.ClearField("served")
+        return reply
+
+    return rewrite
+
+
+def _truncate(hit: Any) -> None:
+    hit.served.signature = hit.served.signature[:32]
+
+
+def _rekey(hit: Any) -> None:
+    hit.served.key_id = "kb-0000000000000000"
+
+
+def _unsign(hit: Any) -> None:
+    hit.ClearField("served")
+
+
+def _drop_head(request: Any, reply: Any, previous: Any) -> Any:
+    reply.ClearField("kb_head")
+    return reply
+
+
+def _rekey_head(request: Any, reply: Any, previous: Any) -> Any:
+    reply.kb_head.key_id = "kb-0000000000000000"
+    return reply
+
+
 MODES = [
     # retrieval
     Mode("bm25-1e300", "retrieval", _set("sparse_score", 1e300), MALFORMED, "retrieval"),
@@ -191,21 +363,98 @@ MODES = [
     ),
     Mode("hit-duplicated", "retrieval", _duplicate_hit, MALFORMED, "retrieval"),
     Mode("search-reply-replayed", "retrieval", _replay, MALFORMED, "retrieval"),
+    # Relabelled down: the reply no longer agrees with the signed records.
     Mode(
         "entries-unverified",
         "retrieval",
         _verdict(retrieval_pb2.VERIFICATION_VERDICT_UNVERIFIED),
-        UNVERIFIED,
-        "",
+        MALFORMED,
+        "retrieval",
     ),
     Mode(
         "verification-contradicted",
         "retrieval",
         _verdict(retrieval_pb2.VERIFICATION_VERDICT_FAILED, "claim 1/1 is contradicted by doc-0"),
+        MALFORMED,
+        "retrieval",
+    ),
+    Mode("foreign-checker-version", "retrieval", _checker, MALFORMED, "retrieval"),
+    # Rewrites that agree with themselves, not with the KB.
+    Mode(
+        "answer-injected-sha-recomputed",
+        "retrieval",
+        _inject(recompute_entry=False),
+        MALFORMED,
+        "retrieval",
+    ),
+    Mode(
+        "answer-injected-all-hashes-recomputed",
+        "retrieval",
+        _inject(recompute_entry=True),
+        MALFORMED,
+        "retrieval",
+    ),
+    Mode(
+        "not-servable-relabelled-verified",
+        "retrieval",
+        _relabel(VERIFIED, "not-servable-relabelled-verified"),
+        MALFORMED,
+        "retrieval",
+        query=BLEACH_QUERY,
+    ),
+    Mode(
+        "not-servable-relabelled-self-evidenced",
+        "retrieval",
+        _relabel(
+            retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED,
+            "not-servable-relabelled-self-evidenced",
+        ),
+        MALFORMED,
+        "retrieval",
+        query=BLEACH_QUERY,
+    ),
+    Mode("answers-swapped-between-hits", "retrieval", _swap_answers, MALFORMED, "retrieval"),
+    Mode("entry-of-another-collection", "retrieval", _foreign_entry, MALFORMED, "retrieval"),
+    Mode("head-of-another-collection", "retrieval", _foreign_head, MALFORMED, "retrieval"),
+    Mode("kb-version-forged-up", "retrieval", _reply_field("kb_version", 10**9), UNVERIFIED, ""),
+    Mode(
+        "kb-version-forged-down", "retrieval", _reply_field("kb_version", 0), MALFORMED, "retrieval"
+    ),
+    Mode(
+        "kb-content-version-forged",
+        "retrieval",
+        _reply_field("kb_content_version", "kb-0123456789abcdef"),
+        MALFORMED,
+        "retrieval",
+    ),
+    Mode(
+        "entry-sha256-forged",
+        "retrieval",
+        _set("verification.entry_sha256", "0" * 64),
+        MALFORMED,
+        "retrieval",
+    ),
+    Mode("evidence-text-forged", "retrieval", _evidence_text, MALFORMED, "retrieval"),
+    Mode("signature-copied-from-another-hit", "retrieval", _copy_signature, MALFORMED, "retrieval"),
+    Mode("signatures-truncated", "retrieval", _every_served(_truncate), MALFORMED, "retrieval"),
+    Mode("key-ids-swapped", "retrieval", _every_served(_rekey), UNVERIFIED, ""),
+    Mode("signatures-stripped", "retrieval", _every_served(_unsign), UNVERIFIED, ""),
+    Mode("head-stripped", "retrieval", _drop_head, UNVERIFIED, ""),
+    Mode("head-key-id-swapped", "retrieval", _rekey_head, UNVERIFIED, ""),
+    Mode(
+        "attacker-signed-under-own-key",
+        "retrieval",
+        _attacker_signs(claim_trusted_id=False),
         UNVERIFIED,
         "",
     ),
-    Mode("foreign-checker-version", "retrieval", _checker, UNVERIFIED, ""),
+    Mode(
+        "attacker-signed-claiming-trusted-key",
+        "retrieval",
+        _attacker_signs(claim_trusted_id=True),
+        MALFORMED,
+        "retrieval",
+    ),
     # ensemble
     Mode("p-match-1-match-false", "ensemble", _match_contradicts, MALFORMED, "ensemble"),
     Mode("match-results-reordered", "ensemble", _reverse, MALFORMED, "ensemble"),
@@ -269,7 +518,7 @@ def _settings(data_dir: Path, **overrides: Any) -> Settings:
         "tiny",
         data_dir=data_dir,
         server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
-        entailment=LEXICAL_CHECKER,
+        entailment=overrides.pop("entailment", LEXICAL_CHECKER),
         confidence={"plain_threshold": 0.5},  # as `tribunal demo`: no certified one yet
         **overrides,
     )
@@ -281,6 +530,30 @@ class Stages:
     proxy: TamperProxy
     address: str
     """The proxy's address: every stage the gateway dials."""
+    signer: KbSigner
+    """The KB writer's key."""
+
+
+def _planted(kb: KnowledgeBase) -> dict[str, KbEntry]:
+    """Bleach answers that must never be served: one whose document does not support it
+    (FAILED), one without documents in a collection that does not serve such (NO_EVIDENCE),
+    one checked by another checker version (stale), and one VERIFIED in another
+    collection."""
+    unrelated = Chunk("doc-0", "The incubation period of the virus is up to 14 days.")
+    support = Chunk("doc-0", f"{BLEACH} The vet's guide says so for every breed of dog.")
+    return {
+        "failed": KbEntry("bleach-failed", BLEACH_QUERY, BLEACH, chunks=(unrelated,)),
+        "no_evidence": KbEntry(
+            "bleach-no-evidence", "Can I clean my dog with bleach against COVID-19?", BLEACH
+        ),
+        "stale": KbEntry(
+            "bleach-stale",
+            "Is bleach good for my dog's fur during COVID-19?",
+            BLEACH,
+            chunks=(support,),
+        ),
+        "verified": KbEntry("bleach-other", BLEACH_QUERY, BLEACH, chunks=(support,)),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -288,19 +561,45 @@ def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stages]:
     """The verified KB, the real stages on one server, the proxy in front of them."""
     data_dir = tmp_path_factory.mktemp("tamper")
     settings = _settings(data_dir)
-    kb = KnowledgeBase.from_settings(settings)
+    # The test is the KB's writer: it holds the signing key; the stage server never loads it.
+    signer, created = writer_signer(settings)
+    assert created
+    assert (data_dir / "keys" / "kb-signing.key").stat().st_mode & 0o777 == 0o600
+    kb = KnowledgeBase.from_settings(settings, signer=signer)
     try:
         entries = verified_faq_entries(FAQ, chunk_chars=settings.retrieval.chunk_size_chars)
         result = kb.upsert(COLLECTION, entries, create=True)
         assert result.verdicts["verified"] > 100, result
+        planted = _planted(kb)
+        assert kb.upsert(OTHER, [planted["verified"]], create=True).verdicts == {"verified": 1}
+        written = kb.upsert(COLLECTION, [planted["failed"], planted["no_evidence"]])
+        assert written.verdicts == {"failed": 1, "no_evidence": 1}, written
     finally:
         kb.close()
+    # One more verified by another checker version (a laxer threshold): stale.
+    stale = _settings(data_dir, entailment={**LEXICAL_CHECKER, "entail_threshold": 0.01})
+    kb = KnowledgeBase.from_settings(stale, signer=signer)
+    try:
+        written = kb.upsert(COLLECTION, [planted["stale"]])
+        assert written.verdicts == {"verified": 1}, written
+    finally:
+        kb.close()
+    CAPTURED["checker_version"] = checker_version(settings)
+    assert checker_version(stale) != CAPTURED["checker_version"]
+    # Neither the stages nor the gateway need the private key: it leaves the data dir.
+    private = data_dir / "keys" / "kb-signing.key"
+    private.rename(tmp_path_factory.mktemp("writer") / private.name)
     host = build_stage_host(settings, ("retrieval", "ensemble", "confidence"))
     port = host.start()
     proxy = TamperProxy(f"127.0.0.1:{port}")
     try:
         assert host.wait_until_ready(900), host.load_error
-        yield Stages(data_dir, proxy, proxy.start())
+        CAPTURED["foreign"] = proxy.stubs["retrieval"].Search(
+            retrieval_pb2.SearchRequest(collection=OTHER, query=BLEACH_QUERY, top_k=1),
+            timeout=120,
+        )
+        assert CAPTURED["foreign"].hits[0].HasField("served")
+        yield Stages(data_dir, proxy, proxy.start(), signer)
     finally:
         proxy.stop()
         host.stop(0)
@@ -375,10 +674,17 @@ def gateway(
 # -- the tests ---------------------------------------------------------------------------
 
 
-def test_untampered_replies_are_answered_and_refused_as_usual(gateway: Gateway) -> None:
+def test_untampered_replies_are_answered_and_refused_as_usual(
+    gateway: Gateway, stages: Stages
+) -> None:
     gateway.proxy.mode = None
     accepted = gateway.ask(PARAPHRASE)
     assert accepted.decision == common_pb2.DECISION_ACCEPT, accepted
+    served = gateway.db.decision(accepted.audit_id).detail["served"]
+    assert served["signed_by"] == stages.signer.key_id
+    planted = gateway.ask(BLEACH_QUERY)  # retrieved first, never served: not servable
+    assert BLEACH not in planted.answer
+    assert not planted.kb_entry_id.startswith("bleach-")
     assert accepted.evidence_policy == "verified"
     assert accepted.answer_sha256 == answer_sha256(accepted.answer)
     assert [e.chunk_id for e in accepted.evidence], "a verified answer names its evidence"
@@ -392,14 +698,17 @@ def test_untampered_replies_are_answered_and_refused_as_usual(gateway: Gateway) 
 def test_a_tampered_reply_falls_back_with_its_reason_and_an_audit_row(
     gateway: Gateway, mode: Mode
 ) -> None:
+    query = mode.query or (OFF_TOPIC if mode.off_topic else PARAPHRASE)
     gateway.proxy.mode = None
-    gateway.ask(OFF_TOPIC if mode.off_topic else PARAPHRASE)  # an earlier request to replay
+    gateway.ask(query)  # an earlier request to replay
     gateway.proxy.mode = mode
     try:
-        response = gateway.ask(OFF_TOPIC if mode.off_topic else PARAPHRASE)
+        response = gateway.ask(query)
     finally:
         gateway.proxy.mode = None
     assert gateway.proxy.rewritten.get(mode.name), "the proxy rewrote nothing"
+    if mode.name.startswith("not-servable-relabelled"):
+        assert RELABELLED.get(mode.name), "no hit that may not be served was relabelled"
     assert response.decision == common_pb2.DECISION_FALLBACK, response
     reason = gateway_pb2.FallbackReason.Name(response.fallback_reason)
     assert (reason.removeprefix("FALLBACK_REASON_"), response.failed_stage) == (
@@ -414,3 +723,62 @@ def test_a_tampered_reply_falls_back_with_its_reason_and_an_audit_row(
         mode.reason,
         mode.failed_stage,
     )
+
+
+def test_an_entry_version_replayed_after_an_update_falls_back(
+    gateway: Gateway, stages: Stages
+) -> None:
+    """The writer updates the served entry; a replica that later serves the version
+    before the update (alone, or with the whole reply of then) is caught."""
+    gateway.proxy.mode = None
+    before = gateway.ask(PARAPHRASE)
+    assert before.decision == common_pb2.DECISION_ACCEPT, before
+    old_reply = gateway.proxy._previous["Search"]
+    [old_hit] = [hit for hit in old_reply.hits if hit.entry.id == before.kb_entry_id]
+    # The writer re-reviews the entry: same answer, new metadata, a new signed version.
+    kb = KnowledgeBase.from_settings(_settings(stages.data_dir), signer=stages.signer)
+    try:
+        _, found = kb.collection(COLLECTION).verified_entries([before.kb_entry_id])
+        entry, _ = found[before.kb_entry_id]
+        reviewed = KbEntry(
+            entry.id,
+            entry.question,
+            entry.answer,
+            {**entry.metadata, "reviewed": uuid.uuid4().hex},
+            entry.chunks,
+        )
+        assert kb.upsert(COLLECTION, [reviewed]).verdicts == {"verified": 1}
+    finally:
+        kb.close()
+    after = gateway.ask(PARAPHRASE)
+    assert (after.decision, after.kb_entry_id) == (common_pb2.DECISION_ACCEPT, entry.id), after
+    assert after.kb_version > before.kb_version
+    assert after.entry_sha256 == entry_sha256(reviewed) != before.entry_sha256
+
+    def old_entry(request: Any, reply: Any, previous: Any) -> Any:
+        for hit in reply.hits:
+            if hit.entry.id == old_hit.entry.id:
+                hit.entry.CopyFrom(old_hit.entry)
+                hit.verification.CopyFrom(old_hit.verification)
+                hit.served.CopyFrom(old_hit.served)
+        return reply
+
+    def old_reply_whole(request: Any, reply: Any, previous: Any) -> Any:
+        replayed = type(reply)()
+        replayed.CopyFrom(old_reply)
+        replayed.request_id = reply.request_id
+        return replayed
+
+    for name, rewrite in (("old-entry", old_entry), ("old-reply", old_reply_whole)):
+        gateway.proxy.mode = Mode(name, "retrieval", rewrite, MALFORMED, "retrieval")
+        try:
+            response = gateway.ask(PARAPHRASE)
+        finally:
+            gateway.proxy.mode = None
+        assert response.decision == common_pb2.DECISION_FALLBACK, (name, response)
+        assert (response.fallback_reason, response.failed_stage) == (
+            gateway_pb2.FALLBACK_REASON_MALFORMED_RESPONSE,
+            "retrieval",
+        ), name
+        error = gateway.db.decision(response.audit_id).error
+        assert "older than version" in error, (name, error)

@@ -26,6 +26,7 @@ from tribunal.retrieval import KnowledgeBase, SearchQuery, VerificationVerdict
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 from loadtest.verified_kb import LEXICAL_CHECKER
+from tests.integration._admin import ADMIN_TOKEN, as_admin
 
 pytestmark = pytest.mark.models
 
@@ -110,7 +111,12 @@ def test_upsert_over_grpc_without_and_with_the_entailment_service(tmp_path: Path
         return load_settings(
             "tiny",
             data_dir=tmp_path,
-            server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
+            server={
+                "port": 0,
+                "metrics_port": None,
+                "grace_seconds": 0.5,
+                "auth_token": ADMIN_TOKEN,  # KB changes always need an admin credential
+            },
             entailment=LEXICAL_CHECKER,
             **overrides,
         )
@@ -123,7 +129,7 @@ def test_upsert_over_grpc_without_and_with_the_entailment_service(tmp_path: Path
         assert entailment.wait_until_ready(120), entailment.load_error
         assert retrieval.wait_until_ready(300), retrieval.load_error
         with grpc.insecure_channel(f"127.0.0.1:{retrieval_port}") as channel:
-            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            stub = retrieval_pb2_grpc.RetrievalServiceStub(as_admin(channel))
             entry = common_pb2.KbEntry(
                 id="supported",
                 question="How long is the incubation?",
@@ -154,7 +160,7 @@ def test_upsert_over_grpc_without_and_with_the_entailment_service(tmp_path: Path
         retrieval_port = retrieval.start()
         assert retrieval.wait_until_ready(300), retrieval.load_error
         with grpc.insecure_channel(f"127.0.0.1:{retrieval_port}") as channel:
-            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            stub = retrieval_pb2_grpc.RetrievalServiceStub(as_admin(channel))
             written = stub.Upsert(retrieval_pb2.UpsertRequest(collection="kb", entries=[entry]))
             assert (written.verified, written.unverified) == (1, 0)
             [hit] = stub.Search(

@@ -24,6 +24,7 @@ from tribunal.retrieval._collection import Collection
 from tribunal.retrieval.servicer import RetrievalServicer, _RetrievalHost
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
+from tests.integration._admin import ADMIN_TOKEN, as_admin
 from tests.integration._retrieval import ENTRIES, minilm
 
 pytestmark = pytest.mark.models
@@ -35,7 +36,9 @@ SERVICE = "tribunal.v1.RetrievalService"
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return load_settings(
-        "tiny", data_dir=str(tmp_path / "data"), server={"port": 0, "metrics_port": None}
+        "tiny",
+        data_dir=str(tmp_path / "data"),
+        server={"port": 0, "metrics_port": None, "auth_token": ADMIN_TOKEN},
     )
 
 
@@ -55,7 +58,7 @@ def serve(settings: Settings) -> Iterator[Callable[[], tuple[Stub, grpc.Channel]
         host = _RetrievalHost(settings, servicer)
         port = host.start()
         assert host.wait_until_ready(120), host.load_error
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        channel = as_admin(grpc.insecure_channel(f"127.0.0.1:{port}"))
         running.append((host, channel))
         return Stub(channel), channel
 

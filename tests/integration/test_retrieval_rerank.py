@@ -62,3 +62,44 @@ def test_a_cross_encoder_reranker_scores_probabilities(tiny_settings: Settings) 
     assert len(scores) == 3
     assert all(0.0 < s < 1.0 for s in scores)
     assert reranker.score("anything", []) == []
+
+
+class _CountingReranker:
+    """Counts the passages it is asked to score (a stand-in: what is tested is that a
+    request over the limit never reaches the reranker)."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.passages = 0
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        self.passages += len(passages)
+        return [1.0 / (1 + i) for i in range(len(passages))]
+
+
+def test_one_request_reranks_a_bounded_number_of_passages(
+    tiny_settings: Settings, tmp_path: Path
+) -> None:
+    """A query-role caller's 64 reranked searches (what once held an LLM reranker for
+    about half an hour) are refused before any passage is scored; as many as the limit
+    allows are reranked."""
+    from tribunal.core import ResourceExhaustedError
+
+    settings = tiny_settings.retrieval  # rerank_head 20, at most 40 passages per request
+    reranker = _CountingReranker()
+    kb = KnowledgeBase(tmp_path, minilm(), settings, reranker)  # type: ignore[arg-type]
+    try:
+        kb.upsert(COLLECTION, ENTRIES, create=True)
+        query = SearchQuery(COLLECTION, "Can my cat get sick from the coronavirus?", 4, rerank=True)
+        with pytest.raises(ResourceExhaustedError) as refused:
+            kb.search_batch([query] * 64)
+        assert "retrieval.max_rerank_passages_per_request" in refused.value.message
+        assert "at most 2 reranked searches" in refused.value.message
+        assert reranker.passages == 0
+        allowed = settings.max_rerank_passages_per_request // settings.rerank_head
+        results = kb.search_batch([query] * allowed)
+        assert all(hit.rerank_score is not None for r in results for hit in r.hits)
+        assert 0 < reranker.passages <= settings.max_rerank_passages_per_request
+    finally:
+        kb.close()

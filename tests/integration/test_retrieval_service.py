@@ -16,6 +16,7 @@ from tribunal.kb import entry_to_proto
 from tribunal.retrieval import KnowledgeBase
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
+from tests.integration._admin import ADMIN_TOKEN, as_admin
 from tests.integration._retrieval import ENTRIES, minilm
 
 pytestmark = pytest.mark.models
@@ -32,7 +33,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServiceH
     settings = load_settings(
         "tiny",
         data_dir=str(data_dir),
-        server={"port": 0, "metrics_port": None},
+        server={"port": 0, "metrics_port": None, "auth_token": ADMIN_TOKEN},
         retrieval={"max_top_k": 50, "max_query_chars": 200, "max_searches_per_request": 4},
     )
     # The host build_host makes, with the process's already-loaded MiniLM.
@@ -42,7 +43,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServiceH
     host = _RetrievalHost(settings, servicer)
     port = host.start()
     assert host.wait_until_ready(120), host.load_error
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as plain:
+        channel = as_admin(plain)  # KB changes always need an admin credential
         stub = Stub(channel)
         response = stub.Upsert(
             retrieval_pb2.UpsertRequest(

@@ -121,6 +121,54 @@ def test_the_api_needs_a_key_the_marker_header_and_the_own_origin(site: Site) ->
     assert _call(site, "GET", "/api/next", key=key, origin=own)[0] == 200
 
 
+def test_the_host_is_parsed_strictly_and_the_origin_includes_its_port(site: Site) -> None:
+    key = site.annotators.add("rita")
+    for forged in (
+        "localhost:1@evil.example",
+        "localhost@evil.example",
+        "evil.example#localhost",
+        "localhost:",
+        "localhost:99999",
+        "local host",
+        "[::1",
+    ):
+        connection = http.client.HTTPConnection("127.0.0.1", site.port, timeout=10)
+        connection.request("GET", "/", headers={"Host": forged})
+        assert connection.getresponse().status in (400, 403), forged
+        connection.close()
+    # Another port of the same machine is another origin.
+    for origin in (
+        f"http://127.0.0.1:{site.port + 1}",
+        "http://127.0.0.1",
+        f"http://localhost:{site.port}",
+        f"http://127.0.0.1:{site.port}/path",
+        f"ftp://127.0.0.1:{site.port}",
+        "null",
+    ):
+        assert _call(site, "GET", "/api/next", key=key, origin=origin)[0] == 403, origin
+    assert (
+        _call(site, "GET", "/api/next", key=key, origin=f"http://127.0.0.1:{site.port}")[0] == 200
+    )
+
+
+def test_wrong_keys_are_throttled(site: Site) -> None:
+    """300 wrong keys in about half a second: after the client's tenth, every attempt is
+    refused (429) without the key being looked at — the right key included, until the
+    window passes."""
+    key = site.annotators.add("rita")
+    statuses = []
+    started = time.monotonic()
+    for attempt in range(300):
+        statuses.append(_call(site, "POST", "/api/session", {"key": f"guess-{attempt}"})[0])
+    elapsed = time.monotonic() - started
+    assert statuses[:10] == [401] * 10
+    assert statuses[10:] == [429] * 290, elapsed
+    status, body, _ = _call(site, "POST", "/api/session", {"key": key})
+    assert status == 429
+    assert "too many wrong annotator keys" in str(body["error"])
+    assert _call(site, "GET", "/api/next", key=f"{key}-wrong")[0] == 429
+
+
 def test_sign_in_sets_a_strict_http_only_cookie(site: Site) -> None:
     key = site.annotators.add("rita")
     status, body, _ = _call(site, "POST", "/api/session", {"key": "wrong-key"})

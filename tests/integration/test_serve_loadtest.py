@@ -27,6 +27,7 @@ def gateway(tmp_path: Path) -> Iterator[tuple[str, Script]]:
         database_url=f"sqlite:///{tmp_path}/audit.db",
         confidence=script.confidence_settings,
         gateway={
+            "kb_trusted_keys": script.trusted_keys,
             "discovery": "grpc",
             "addresses": dict.fromkeys(
                 ("retrieval", "ensemble", "entailment", "confidence", "debate"), address

@@ -93,6 +93,7 @@ def test_the_gateway_logs_a_configured_refusal_once_not_per_request(
         transport=None,  # type: ignore[arg-type]  # not called: only the log is tested
         store=None,
         policy=None,  # type: ignore[arg-type]
+        max_id_chars=128,
     )
     with caplog.at_level(logging.WARNING, logger="tribunal.gateway._answer"):
         for _ in range(450):

@@ -37,6 +37,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "annotated_types": ("annotated-types",),
     "bm25s": ("bm25s",),
     "crowdkit": ("crowd-kit",),
+    "cryptography": ("cryptography",),
     "faiss": ("faiss-cpu", "faiss-gpu-cu12"),
     "filelock": ("filelock",),
     "gguf": ("gguf",),

@@ -28,7 +28,6 @@ from tribunal.core.server import (
     is_loopback,
     token_sha256,
 )
-from tribunal.core.server._auth import UNCHECKED
 from tribunal.core.server._roles import METHOD_ROLES
 from tribunal.deploy import SERVICES, ServeApp
 from tribunal.deploy._grpc import GUARD_MARK, proto_methods
@@ -68,7 +67,11 @@ def test_the_role_table_lists_exactly_the_methods_of_the_protos() -> None:
     assert set(METHOD_ROLES) == _every_proto_method()
     # The KB is changed only by admins; everything else asks.
     admin = {method for method, role in METHOD_ROLES.items() if role is Role.ADMIN}
-    assert admin == {UPSERT, "/tribunal.v1.RetrievalService/Delete"}
+    assert admin == {
+        UPSERT,
+        "/tribunal.v1.RetrievalService/Delete",
+        "/tribunal.v1.RetrievalService/Sign",
+    }
 
 
 def test_every_serve_application_wraps_every_rpc_of_its_service() -> None:
@@ -121,8 +124,34 @@ def test_authorize_needs_a_credential_and_the_right_role(tmp_path: Path) -> None
     # A method the table does not know needs admin (fail closed).
     with pytest.raises(PermissionDeniedError):
         authorize(store, "/tribunal.v1.RetrievalService/Drop", _bearer(QUERY_TOKEN))
-    # No credentials configured: nothing is checked (loopback development).
-    assert authorize(None, UPSERT, []) is UNCHECKED
+    # No credentials configured: asking is open (loopback development); changing the KB
+    # always needs an admin credential.
+    assert authorize(None, SEARCH, []).role is Role.QUERY
+    for method in (
+        UPSERT,
+        "/tribunal.v1.RetrievalService/Delete",
+        "/tribunal.v1.RetrievalService/Sign",
+    ):
+        with pytest.raises(UnauthenticatedError, match="always needs an admin credential"):
+            authorize(None, method, [])
+
+
+def test_a_local_admin_store_lets_anyone_ask_and_only_its_token_write(tmp_path: Path) -> None:
+    """Loopback development (``server.local_admin_file``): asking without a token, KB
+    changes only with the local admin's token."""
+    path = tmp_path / "local-admin.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"credentials": [{"name": "local-admin", "role": "admin", "token": ADMIN_TOKEN}]}
+        )
+    )
+    store = CredentialStore(path, anonymous=Role.QUERY)
+    assert authorize(store, SEARCH, []).role is Role.QUERY
+    with pytest.raises(UnauthenticatedError):
+        authorize(store, UPSERT, [])
+    with pytest.raises(UnauthenticatedError):
+        authorize(store, UPSERT, _bearer("wrong-token-0123456789"))
+    assert authorize(store, UPSERT, _bearer(ADMIN_TOKEN)).name == "local-admin"
 
 
 def test_credential_files_are_checked(tmp_path: Path) -> None:
@@ -253,3 +282,26 @@ def test_the_serve_config_can_route_only_the_gateway() -> None:
     assert routes == {name: ("/gateway" if name == "gateway" else None) for name in SERVICES}
     assert loopback_address("[::]:9000") == "127.0.0.1:9000"
     assert loopback_address("10.0.0.1:9000") == "10.0.0.1:9000"
+
+
+def test_serve_makes_a_local_admin_credential_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tribunal.commands.serve import _with_local_admin
+    from tribunal.core import load_settings
+
+    settings = load_settings("tiny", data_dir=str(tmp_path))
+    first = _with_local_admin(settings)
+    path = tmp_path / "credentials" / "local-admin.yaml"
+    assert first.server.local_admin_file == path
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert f"created a local admin credential: {path} (0600)" in capsys.readouterr().err
+    token = yaml.safe_load(path.read_text())["credentials"][0]["token"]
+    store = CredentialStore.from_settings(first.server)
+    assert store is not None
+    assert authorize(store, UPSERT, _bearer(token)).role is Role.ADMIN
+    assert authorize(store, SEARCH, []).role is Role.QUERY
+    again = _with_local_admin(settings)  # reused, not remade
+    assert yaml.safe_load(path.read_text())["credentials"][0]["token"] == token
+    assert "created" not in capsys.readouterr().err
+    assert again.server.local_admin_file == path

@@ -144,6 +144,7 @@ def test_limits_are_read_from_their_variables(
 NOT_PER_REQUEST = {
     "max_workers",
     "max_message_bytes",
+    "max_signed_record_bytes",
     "max_prompt_tokens",
     "max_new_tokens",
     "max_rounds",

@@ -229,22 +229,21 @@ class _RemoteGateway:
         server_name: str,
         timeout_s: float,
     ) -> None:
-        import grpc
-
+        from ..core.server import bearer_metadata, open_channel
         from ..v1 import gateway_pb2_grpc
 
-        options: list[tuple[str, Any]] = []
-        if tls_ca is not None:
-            if not tls_ca.is_file():
-                raise InvalidArgumentError(f"--tls-ca {tls_ca}: no such file", field="tls_ca")
-            if server_name:
-                options.append(("grpc.ssl_target_name_override", server_name))
-            credentials = grpc.ssl_channel_credentials(root_certificates=tls_ca.read_bytes())
-            self._channel = grpc.secure_channel(address, credentials, options=options)
-        else:
-            self._channel = grpc.insecure_channel(address, options=options)
+        if tls_ca is not None and not tls_ca.is_file():
+            raise InvalidArgumentError(f"--tls-ca {tls_ca}: no such file", field="tls_ca")
+        # A token never travels in plaintext beyond loopback (open_channel refuses).
+        self._channel = open_channel(
+            address,
+            tls_ca=tls_ca,
+            server_name=server_name,
+            sends_credentials=bool(token),
+            what="the gateway",
+        )
         self._stub: Any = gateway_pb2_grpc.GatewayServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self._metadata = bearer_metadata(token)
         self._timeout_s = timeout_s
 
     def answer(self, query: str, collection: str) -> Any:

@@ -200,6 +200,7 @@ def _observe(
         connect_stages,
         serve_stages,
     )
+    from ..retrieval import trusted_keys
     from ..v1 import gateway_pb2, retrieval_pb2
 
     transport: StageTransport
@@ -215,6 +216,7 @@ def _observe(
         checker_version=checker_version(settings),
         rrf_k=settings.retrieval.rrf_k,
         bm25_k1=settings.retrieval.bm25_k1,
+        trusted_keys=trusted_keys(settings),
     )
     pipeline = AnswerPipeline(
         settings.gateway,

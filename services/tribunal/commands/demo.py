@@ -181,10 +181,14 @@ def _ingest(
     ETA, while the entries are embedded). No entailment checker loads: the entries'
     chunks are cut from their answers."""
     from ..ensemble import precompute_entry_vectors
-    from ..retrieval import KnowledgeBase
+    from ..retrieval import KnowledgeBase, key_paths, writer_signer
 
     entries = _faq_entries(settings, folder)
-    kb = KnowledgeBase.from_settings(settings)
+    # The demo is the KB's writer: it signs what it ingests (the key is made at first use).
+    signer, created = writer_signer(settings)
+    if created:
+        print(f"created the KB signing key {signer.key_id} at {key_paths(settings)[0]} (0600)")
+    kb = KnowledgeBase.from_settings(settings, signer=signer)
     try:
         total = kb.upsert(
             collection, entries, create=True, self_evidenced=True, progress=progress
@@ -293,13 +297,13 @@ def _answer_all(
     questions: list[tuple[str, str | None]],
     classes: Any,
 ) -> list[dict[str, Any]]:
-    import grpc
     from tqdm import tqdm
 
+    from ..core.server import open_channel
     from ..v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
 
     rows: list[dict[str, Any]] = []
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    with open_channel(f"127.0.0.1:{port}") as channel:
         stub = gateway_pb2_grpc.GatewayServiceStub(channel)  # type: ignore[no-untyped-call]
         for query, expected in tqdm(questions, desc="answering", unit="query"):
             asked = time.perf_counter()

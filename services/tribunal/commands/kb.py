@@ -1,4 +1,4 @@
-"""``tribunal kb ingest|verify|stats|search|delete|history|phrasings``: collections on disk.
+"""``tribunal kb ingest|verify|stats|search|sign|delete|history|phrasings``: collections on disk.
 
 These open the collections in ``data_dir/retrieval`` directly (no server
 needed); a running ``tribunal serve retrieval`` on the same folder sees the
@@ -10,6 +10,10 @@ in the KB change audit (actor ``cli:<user>``), as the service does for Upsert an
 Delete; ``history`` prints that trail. ``phrasings list|approve|reject|export`` handles
 the queries people linked to the entry that answers them on the review page: an approved
 link becomes a phrasing of that entry (an audited change) and a line of labelled traffic.
+The commands that change a collection (``ingest``,
+``verify``, ``delete``, ``sign``) sign what they change with the KB writer's private
+key (``retrieval.signing_key_file``, made at first use): the gateway serves only signed
+entries.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..core import Settings
     from ..kb import KbEntry
-    from ..retrieval import AuditedWrites, KnowledgeBase, PhrasingLinks
+    from ..retrieval import AuditedWrites, KbSigner, KnowledgeBase, PhrasingLinks
 
 __all__ = ["register"]
 
@@ -76,6 +80,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     search.add_argument("--json", action="store_true", help="print hits as JSON lines")
     search.set_defaults(func=_search)
 
+    sign = actions.add_parser(
+        "sign",
+        help="sign every entry's served record and the collection version with the KB "
+        "writer's key (existing KBs; after a key rotation)",
+    )
+    sign.add_argument("collections", nargs="*", help="collections to sign (default: all)")
+    sign.add_argument(
+        "--new-key",
+        action="store_true",
+        help="rotate: make a new signing key first (the old public key stays trusted until "
+        "you remove it from gateway.kb_trusted_keys)",
+    )
+    sign.set_defaults(func=_sign)
+
     delete = actions.add_parser("delete", help="delete entries by id")
     delete.add_argument("collection")
     delete.add_argument("ids", nargs="+")
@@ -90,7 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     history.add_argument("--json", action="store_true", help="print changes as JSON lines")
     history.set_defaults(func=_history)
 
-    for child in (ingest, verify, stats, search, delete, history):
+    for child in (ingest, verify, stats, search, sign, delete, history):
         child.add_argument("--profile", default=None, help="profile name or YAML path")
     _register_phrasings(actions)
 
@@ -137,11 +155,33 @@ def _register_phrasings(actions: argparse._SubParsersAction) -> None:  # type: i
         child.add_argument("--profile", default=None, help="profile name or YAML path")
 
 
-def _open(args: argparse.Namespace) -> KnowledgeBase:
+def _open(args: argparse.Namespace, *, writer: bool = False) -> KnowledgeBase:
+    """The local collections; ``writer``: with the KB writer's signer, so every change
+    is signed (the key is made at first use)."""
     from ..core import load_settings
     from ..retrieval import KnowledgeBase
 
-    return KnowledgeBase.from_settings(load_settings(args.profile))
+    settings = load_settings(args.profile)
+    signer = _signer(settings, rotate=getattr(args, "new_key", False)) if writer else None
+    return KnowledgeBase.from_settings(settings, signer=signer)
+
+
+def _signer(settings: Settings, *, rotate: bool = False) -> KbSigner:
+    """The KB writer's signer; says where a new key was made."""
+    import sys
+
+    from ..retrieval import key_paths, writer_signer
+
+    signer, created = writer_signer(settings, rotate=rotate)
+    if created:
+        private, trusted = key_paths(settings)
+        print(
+            f"created the KB signing key {signer.key_id}: private key {private} (0600, keep "
+            f"it with the KB's writers only), public key in {trusted} (the gateway's "
+            "gateway.kb_trusted_keys)",
+            file=sys.stderr,
+        )
+    return signer
 
 
 def _audited(args: argparse.Namespace, kb: KnowledgeBase) -> AuditedWrites:
@@ -167,20 +207,24 @@ def _actor() -> str:
 def _ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..kb import deduplicate, read_entries
+    from ..core import load_settings
+    from ..retrieval import read_entries_checked
+    from ..retrieval._validation import check_collection_name
 
-    kb = _open(args)
+    # Every line is checked before the KB is opened: a bad file writes nothing.
+    check_collection_name(args.collection)
+    profile = load_settings(args.profile)
+    entries, repeated = read_entries_checked(
+        args.path,
+        record_format=args.fmt,
+        settings=profile.retrieval,
+        max_id_chars=profile.server.max_id_chars,
+        limit=args.limit,
+    )
+    kb = _open(args, writer=True)
     writes = _audited(args, kb)
     try:
         settings = kb.settings
-        entries, repeated = deduplicate(
-            read_entries(
-                args.path,
-                record_format=args.fmt,
-                max_chars=settings.chunk_size_chars,
-                limit=args.limit,
-            )
-        )
         if repeated:
             print(f"{len(repeated)} id(s) appear more than once; the last record of each is kept")
         batch = min(250, settings.max_entries_per_request)
@@ -247,7 +291,7 @@ def _summary(counts: dict[str, int], self_evidenced: bool, cached: int) -> str:
 def _verify(args: argparse.Namespace) -> int:
     from ..retrieval import SERVABLE
 
-    kb = _open(args)
+    kb = _open(args, writer=True)
     try:
         report = kb.verify(args.collection, recheck_all=args.recheck_all)
         refused = [(i, v) for i, v in report.entries if v.verdict not in SERVABLE]
@@ -330,8 +374,26 @@ def _matched_question(entry: KbEntry, unit_id: str) -> str | None:
     return phrasings[index] if index is not None and index < len(phrasings) else None
 
 
+def _sign(args: argparse.Namespace) -> int:
+    kb = _open(args, writer=True)
+    try:
+        assert kb.signer is not None
+        names = args.collections or kb.collection_names()
+        for name in names:
+            result = kb.sign(name, kb.signer)
+            print(
+                f"{name}: signed {result.stored} record(s) with key {kb.signer.key_id}"
+                + (f"; {result.stale} changed meanwhile (run again)" if result.stale else "")
+            )
+        if not names:
+            print(f"no collections in {kb.root}")
+    finally:
+        kb.close()
+    return 0
+
+
 def _delete(args: argparse.Namespace) -> int:
-    kb = _open(args)
+    kb = _open(args, writer=True)
     try:
         result = _audited(args, kb).delete(_actor(), args.collection, args.ids)
         print(f"deleted {result.deleted}; not found: {', '.join(result.missing_ids) or 'none'}")

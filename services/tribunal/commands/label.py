@@ -89,6 +89,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--ray-address", default=None, help="an existing Ray cluster (--ray)")
     run.add_argument("--gateway", default=None, help="host:port of a running gateway")
     run.add_argument("--token", default=None, help="bearer token of --gateway")
+    run.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=None,
+        help="PEM CA of --gateway's TLS certificate (needed with --token unless --gateway "
+        "is a loopback address: a token is never sent in plaintext over the network)",
+    )
+    run.add_argument(
+        "--tls-server-name", default="", help="the name --gateway's certificate is issued for"
+    )
     run.add_argument("--database-url", default=None, help="default: settings.database_url")
     run.add_argument("--profile", default=None, help="profile name or YAML path")
     run.add_argument(
@@ -307,7 +317,13 @@ def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) 
     started = time.perf_counter()
     labeller: Labeller
     if args.gateway:
-        labeller = GatewayLabeller(args.gateway, mode, token=args.token)
+        labeller = GatewayLabeller(
+            args.gateway,
+            mode,
+            token=args.token,
+            tls_ca=args.tls_ca,
+            server_name=args.tls_server_name,
+        )
     elif store.counts(args.job).pending:
         print("loading the models ...", flush=True)
         labeller = PipelineLabeller(settings, mode)

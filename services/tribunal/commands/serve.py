@@ -11,8 +11,8 @@ import argparse
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
-from ..core import load_settings
-from ..core.server import CredentialStore, check_exposure, install_reload_signal
+from ..core import Settings, load_settings
+from ..core.server import CredentialStore, check_exposure, install_reload_signal, is_loopback
 from ..deploy import SERVICES, ServiceSpec
 
 __all__ = ["register", "server_overrides"]
@@ -127,6 +127,13 @@ def _serve(args: argparse.Namespace) -> int:
         if server
         else base
     )
+    if (
+        settings.server.credentials_file is None
+        and settings.server.auth_token is None
+        and settings.server.local_admin_file is None
+        and is_loopback(settings.server.host)
+    ):
+        settings = _with_local_admin(settings)
     credentials = CredentialStore.from_settings(settings.server)
     check_exposure(
         settings.server.host,
@@ -137,3 +144,32 @@ def _serve(args: argparse.Namespace) -> int:
     install_reload_signal()  # SIGHUP re-reads server.credentials_file
     spec.build_host(settings).run()
     return 0
+
+
+def _with_local_admin(settings: Settings) -> Settings:
+    """Loopback development with no credentials: asking stays open, KB changes need the
+    token of a local admin credential, made (0600) at the first start and reused."""
+    import os
+    import secrets
+    import sys
+
+    path = settings.data_dir / "credentials" / "local-admin.yaml"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        token = secrets.token_urlsafe(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(
+                "# Made by `tribunal serve` for loopback development: KB changes (Upsert,\n"
+                "# Delete, Sign) need this token (authorization: Bearer <token>).\n"
+                f"credentials:\n  - name: local-admin\n    role: admin\n    token: {token}\n"
+            )
+        print(f"created a local admin credential: {path} (0600)", file=sys.stderr, flush=True)
+    print(
+        "no credentials configured: asking is open on this loopback address; KB changes "
+        f"need the admin token in {path} (set server.credentials_file for real credentials)",
+        file=sys.stderr,
+        flush=True,
+    )
+    server = settings.server.model_copy(update={"local_admin_file": path})
+    return settings.model_copy(update={"server": server})

@@ -88,7 +88,7 @@ def start_local(
     *,
     temp_dir: Path,
     num_cpus: float | None = None,
-    auth: Literal["disabled", "token"] = "disabled",
+    auth: Literal["disabled", "token"] = "token",
     env_vars: Mapping[str, str] | None = None,
     grpc_host: str = "127.0.0.1",
 ) -> LocalServe:

@@ -51,6 +51,7 @@ from ._checks import (
 )
 from ._live_audit import LiveAudit
 from ._metrics import record_decision
+from ._provenance import check_provenance
 from ._stages import Deadline, FailureKind, StageError, StageTransport, call_stage
 from ._trace import RequestTrace
 
@@ -182,10 +183,10 @@ class AnswerPipeline:
     def _run(
         self, trace: RequestTrace, deadline: Deadline, call_id: str
     ) -> gateway_pb2.AnswerResponse:
-        hits, kb_version = self._retrieve(trace, deadline, call_id)
+        hits, kb_version, unsigned = self._retrieve(trace, deadline, call_id)
         if not hits:
             return self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CANDIDATE)
-        candidates = self._servable(trace, hits)
+        candidates = self._servable(trace, hits, unsigned)
         if not candidates:
             return self._fallback(trace, gateway_pb2.FALLBACK_REASON_UNVERIFIED)
         matches = self._match(trace, deadline, call_id, candidates)
@@ -230,8 +231,8 @@ class AnswerPipeline:
         )
         call_id = uuid.uuid4().hex
         deadline = Deadline(self.settings.deadline_s if deadline_s is None else deadline_s)
-        hits, _ = self._retrieve(trace, deadline, call_id)
-        candidates = self._servable(trace, hits) if hits else []
+        hits, _, unsigned = self._retrieve(trace, deadline, call_id)
+        candidates = self._servable(trace, hits, unsigned) if hits else []
         if not candidates:
             content = str(trace.versions.get("kb", {}).get("content", ""))
             return CandidateSignals((), (), RequestVersions(collection_version=content))
@@ -256,7 +257,9 @@ class AnswerPipeline:
 
     def _retrieve(
         self, trace: RequestTrace, deadline: Deadline, call_id: str
-    ) -> tuple[list[retrieval_pb2.SearchHit], int]:
+    ) -> tuple[list[retrieval_pb2.SearchHit], int, dict[str, str]]:
+        """The checked hits, the signed collection version they come from, and why hits
+        without a trusted signature may not be served."""
         timeout = deadline.budget(
             "retrieval",
             ["verify", "confidence"],
@@ -282,19 +285,39 @@ class AnswerPipeline:
             raise StageError("retrieval", FailureKind.MALFORMED, "not a SearchResponse")
         hits = check_search(response, request_id=call_id, query=trace.query, policy=self.policy)
         trace.candidate_ids = [hit.entry.id for hit in hits]
-        trace.versions["kb"] = {"collection": trace.collection, "version": response.kb_version}
-        if response.kb_content_version:
-            trace.versions["kb"]["content"] = response.kb_content_version
-        return hits, response.kb_version
+        head, unsigned = check_provenance(
+            response,
+            hits,
+            collection=trace.collection,
+            keys=self.policy.trusted_keys,
+            memory=self.policy.memory,
+        )
+        if head is None:
+            # Nothing is servable; the reply's own (unsigned) version is recorded.
+            trace.versions["kb"] = {"collection": trace.collection, "version": response.kb_version}
+            if response.kb_content_version:
+                trace.versions["kb"]["content"] = response.kb_content_version
+            return hits, response.kb_version, unsigned
+        trace.versions["kb"] = {
+            "collection": trace.collection,
+            "version": head.kb_version,
+            "content": head.kb_content_version,
+            "key_id": head.key_id,
+        }
+        return hits, head.kb_version, unsigned
 
     def _servable(
-        self, trace: RequestTrace, hits: Sequence[retrieval_pb2.SearchHit]
+        self,
+        trace: RequestTrace,
+        hits: Sequence[retrieval_pb2.SearchHit],
+        unsigned: dict[str, str],
     ) -> list[retrieval_pb2.SearchHit]:
-        """The best ``candidates`` hits whose stored verification is current."""
+        """The best ``candidates`` hits the KB's writer signed whose stored verification
+        is current."""
         kept: list[retrieval_pb2.SearchHit] = []
         refused: dict[str, str] = {}
         for hit in hits:
-            problem = serving_problem(hit, self.policy)
+            problem = unsigned.get(hit.entry.id) or serving_problem(hit, self.policy)
             if problem is None:
                 kept.append(hit)
             else:
@@ -485,6 +508,7 @@ class AnswerPipeline:
             "checker_version": verification.checker_version,
             "verified_at": verification.verified_at,
             "entailed_chunk_ids": list(verification.entailed_chunk_ids),
+            "signed_by": hit.served.key_id,
         }
         trace.detail["served"] = served
         return gateway_pb2.AnswerResponse(

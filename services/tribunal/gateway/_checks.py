@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..confidence import ConfidenceScorer, ScoreResult
@@ -42,7 +42,9 @@ from ..core import TribunalError
 from ..entailment import checker_version
 from ..kb import Chunk as DomainChunk
 from ..kb import KbEntry, answer_sha256, self_sourced
+from ..retrieval import TrustedKeys, trusted_keys
 from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, retrieval_pb2
+from ._provenance import ProvenanceMemory
 from ._stages import FailureKind, StageError
 
 if TYPE_CHECKING:
@@ -87,6 +89,11 @@ class AnswerPolicy:
     """Reciprocal rank fusion constant of the retrieval service."""
     bm25_k1: float
     """BM25 term-frequency saturation of the retrieval service."""
+    trusted_keys: TrustedKeys | None = None
+    """The KB writer's public keys: only entries whose served record one of them signed
+    are served (None: none trusted, nothing is served)."""
+    memory: ProvenanceMemory = field(default_factory=ProvenanceMemory)
+    """The newest signed versions seen (an older one later is a replay)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AnswerPolicy:
@@ -95,6 +102,7 @@ class AnswerPolicy:
             checker_version=checker_version(settings),
             rrf_k=settings.retrieval.rrf_k,
             bm25_k1=settings.retrieval.bm25_k1,
+            trusted_keys=trusted_keys(settings),
         )
 
     @property

@@ -27,6 +27,7 @@ from ..core import (
     UnauthenticatedError,
     UnavailableError,
 )
+from ..core.server import open_channel
 from ..deploy import SERVICES, STAGES
 
 __all__ = ["GrpcTransport", "TokenFile"]
@@ -97,12 +98,8 @@ class GrpcTransport:
                 field="gateway.addresses",
             )
         self.addresses = dict(addresses)
-        self._options: list[tuple[str, int | str]] = [
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.max_send_message_length", max_message_bytes),
-        ]
-        if server_name and root_certificates is not None:
-            self._options.append(("grpc.ssl_target_name_override", server_name))
+        self._max_message_bytes = max_message_bytes
+        self._server_name = server_name if root_certificates is not None else ""
         self._token = token
         self._root_certificates = root_certificates
         self._channels: dict[str, grpc.Channel] = {}
@@ -122,14 +119,13 @@ class GrpcTransport:
                     )
                 channel = self._channels.get(address)
                 if channel is None:
-                    channel = (
-                        grpc.secure_channel(
-                            address,
-                            grpc.ssl_channel_credentials(self._root_certificates),
-                            options=self._options,
-                        )
-                        if self._root_certificates is not None
-                        else grpc.insecure_channel(address, options=self._options)
+                    channel = open_channel(
+                        address,
+                        tls_ca=self._root_certificates,
+                        server_name=self._server_name,
+                        sends_credentials=callable(self._token) or bool(self._token),
+                        max_message_bytes=self._max_message_bytes,
+                        what=f"stage {stage!r}",
                     )
                     self._channels[address] = channel
                 stub = self._stubs[stage] = SERVICES[stage].stub(channel)

@@ -41,7 +41,7 @@ __all__ = ["LocalTransport"]
 
 log = logging.getLogger(__name__)
 
-_WRITES = frozenset({("retrieval", "Upsert"), ("retrieval", "Delete")})
+_WRITES = frozenset({("retrieval", "Upsert"), ("retrieval", "Delete"), ("retrieval", "Sign")})
 """Methods that change the KB: they need a caller's credential, which a direct call has not."""
 
 

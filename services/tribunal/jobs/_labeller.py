@@ -14,6 +14,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import InternalError, InvalidArgumentError, Settings, TribunalError, UnavailableError
@@ -192,22 +193,25 @@ class GatewayLabeller:
         mode: str,
         *,
         token: str | None = None,
+        tls_ca: Path | None = None,
+        server_name: str = "",
         timeout_s: float = 3600.0,
         max_message_bytes: int = 64 * 1024 * 1024,
     ) -> None:
-        import grpc
-
+        from ..core.server import bearer_metadata, open_channel
         from ..v1 import gateway_pb2_grpc
 
         self.mode = mode
         self._timeout_s = timeout_s
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
-        self._channel = grpc.insecure_channel(
+        self._metadata = bearer_metadata(token)
+        # The token never travels in plaintext beyond loopback: TLS with tls_ca.
+        self._channel = open_channel(
             address,
-            options=[
-                ("grpc.max_receive_message_length", max_message_bytes),
-                ("grpc.max_send_message_length", max_message_bytes),
-            ],
+            tls_ca=tls_ca,
+            server_name=server_name,
+            sends_credentials=bool(token),
+            max_message_bytes=max_message_bytes,
+            what="the gateway",
         )
         self._stub: Any = gateway_pb2_grpc.GatewayServiceStub(self._channel)  # type: ignore[no-untyped-call]
 

@@ -22,8 +22,10 @@ Requests from elsewhere are refused: a ``Host`` outside the allowlist gets 403 (
 DNS-rebinding page cannot reach the API under its own name), and every API call
 must carry the ``X-Tribunal-Review`` header, which a cross-site form or image cannot
 send and a cross-site script cannot without a CORS preflight this server never
-grants; an ``Origin`` other than the server's own is refused too. The sign-in
-cookie is ``HttpOnly`` and ``SameSite=Strict``.
+grants; an ``Origin`` other than the server's own (scheme, host and port) is refused
+too. ``Host`` is parsed strictly, and wrong annotator keys are rate-limited per client
+and overall (:mod:`._review_guard`). The sign-in cookie is ``HttpOnly`` and
+``SameSite=Strict``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import uvicorn
 from starlette.applications import Starlette
@@ -49,12 +50,14 @@ from ..core import (
     FailedPreconditionError,
     InvalidArgumentError,
     PermissionDeniedError,
+    ResourceExhaustedError,
     TribunalError,
     UnauthenticatedError,
 )
 from ..core.server import is_loopback
 from ._review import ReviewQueue, item_view
 from ._review_annotators import AnnotatorRegistry
+from ._review_guard import KeyAttempts, parse_host, same_origin
 from ._review_page import HEADERS, PAGE
 
 if TYPE_CHECKING:
@@ -95,11 +98,10 @@ def _error(exc: TribunalError) -> JSONResponse:
 
 
 def _host_name(value: str) -> str:
-    """The host part of a ``Host`` header (``[::1]:8765`` -> ``::1``), lower-case."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    """The host part of a ``Host`` header (``[::1]:8765`` -> ``::1``), lower-case; ""
+    for a value that is not exactly ``name[:port]`` (never an allowed name)."""
+    parsed = parse_host(value)
+    return parsed[0] if parsed is not None else ""
 
 
 def allowed_hosts_for(bind: str, extra: Iterable[str] = ()) -> frozenset[str]:
@@ -109,7 +111,7 @@ def allowed_hosts_for(bind: str, extra: Iterable[str] = ()) -> frozenset[str]:
     Raises:
         ConfigError: it binds every interface and ``extra`` names no host.
     """
-    names = {_host_name(name) for name in extra if name.strip()}
+    names = {_host_name(name) for name in extra if name.strip()} - {""}
     if is_loopback(bind):
         names |= {"127.0.0.1", "localhost", "::1"}
     elif bind in ("0.0.0.0", "::", ""):
@@ -150,9 +152,8 @@ def _same_site(request: Request, allowed: frozenset[str]) -> None:
     if request.headers.get(CSRF_HEADER) != "1":
         raise PermissionDeniedError(f"send the {CSRF_HEADER}: 1 header (the review page does)")
     origin = request.headers.get("origin")
-    if origin is not None and (
-        origin == "null" or _host_name(urlsplit(origin).netloc) not in allowed
-    ):
+    host = request.headers.get("host", "")
+    if origin is not None and not same_origin(origin, host, request.url.scheme):
         raise PermissionDeniedError(f"requests from {origin} are not accepted")
 
 
@@ -190,14 +191,31 @@ class _ReviewApi:
         queue: ReviewQueue,
         annotators: AnnotatorRegistry,
         allowed: frozenset[str],
+        *,
         links: PhrasingLinks | None = None,
         questions: EntryQuestions | None = None,
+        attempts: KeyAttempts | None = None,
     ) -> None:
         self.queue = queue
         self.annotators = annotators
         self.allowed = allowed
         self.links = links
         self.questions = questions
+        self.attempts = attempts or KeyAttempts()
+
+    async def _annotator(self, request: Request, key: str) -> str | None:
+        """The key's annotator; a wrong key counts against the client, and a client (or
+        everyone) past the limit is refused before the key is looked at."""
+        client = request.client.host if request.client is not None else ""
+        wait = self.attempts.blocked_for(client)
+        if wait > 0:
+            raise ResourceExhaustedError(
+                f"too many wrong annotator keys; try again in {wait:.0f} s"
+            )
+        name = await run_in_threadpool(self.annotators.annotator, key)
+        if name is None:
+            self.attempts.failed(client)
+        return name
 
     async def signed_in(self, request: Request) -> str:
         """The annotator of a same-site request with a valid key (cookie, or bearer)."""
@@ -206,7 +224,7 @@ class _ReviewApi:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if not key and scheme.lower() == "bearer":
             key = token.strip()
-        name = await run_in_threadpool(self.annotators.annotator, key) if key else None
+        name = await self._annotator(request, key) if key else None
         if name is None:
             raise UnauthenticatedError(_SIGN_IN)
         return name
@@ -237,7 +255,7 @@ class _ReviewApi:
             key = body.get("key") if isinstance(body, dict) else None
             if not isinstance(key, str) or not key.strip():
                 raise InvalidArgumentError("key must be the annotator key", field="key")
-            name = await run_in_threadpool(self.annotators.annotator, key.strip())
+            name = await self._annotator(request, key.strip())
             if name is None:
                 raise UnauthenticatedError(
                     f"that key is not valid (unknown or revoked): {_SIGN_IN}"
@@ -375,12 +393,16 @@ def create_app(
     *,
     links: PhrasingLinks | None = None,
     questions: EntryQuestions | None = None,
+    attempts: KeyAttempts | None = None,
 ) -> ASGIApp:
     """The review app on ``queue``, for the annotators of ``annotators``, answering only
     for ``allowed_hosts``; with ``links``, queries can be linked to KB entries
-    (``questions`` shows the candidates' questions). Database calls run in Starlette's
+    (``questions`` shows the candidates' questions); ``attempts`` limits wrong keys
+    (default: 10 per client and 100 overall per minute). Database calls run in Starlette's
     thread pool."""
-    api = _ReviewApi(queue, annotators, allowed_hosts, links, questions)
+    api = _ReviewApi(
+        queue, annotators, allowed_hosts, links=links, questions=questions, attempts=attempts
+    )
     app = Starlette(
         routes=[
             Route("/", _page),

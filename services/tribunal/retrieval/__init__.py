@@ -17,23 +17,54 @@ Entries and their files are :mod:`tribunal.kb`; the embedders, :mod:`tribunal.em
 
 from ._change_audit import AuditedWrites
 from ._dense import DenseIndex
+from ._ingest_checked import read_entries_checked
 from ._knowledge_base import KnowledgeBase, stored_content_version
 from ._phrasing_links import PhrasingLink, PhrasingLinks, entry_questions
 from ._rerank import load_profile_reranker
-from ._types import SearchMode, SearchQuery
+from ._signing import (
+    ENTRY_KIND,
+    HEAD_KIND,
+    KbSigner,
+    SignatureError,
+    SignedRecord,
+    TrustedKeys,
+    canonical_record,
+    entry_record,
+    head_record,
+    key_paths,
+    parse_record,
+    trusted_keys,
+    writer_signer,
+)
+from ._types import SearchMode, SearchQuery, SignResult
 from ._verification import SERVABLE, VerificationVerdict
 
 __all__ = [
+    "ENTRY_KIND",
+    "HEAD_KIND",
     "SERVABLE",
     "AuditedWrites",
     "DenseIndex",
+    "KbSigner",
     "KnowledgeBase",
     "PhrasingLink",
     "PhrasingLinks",
     "SearchMode",
     "SearchQuery",
+    "SignResult",
+    "SignatureError",
+    "SignedRecord",
+    "TrustedKeys",
     "VerificationVerdict",
+    "canonical_record",
     "entry_questions",
+    "entry_record",
+    "head_record",
+    "key_paths",
     "load_profile_reranker",
+    "parse_record",
+    "read_entries_checked",
     "stored_content_version",
+    "trusted_keys",
+    "writer_signer",
 ]

@@ -114,14 +114,26 @@ def profile_checker(settings: Settings) -> EntailmentChecker | None:
             )
         from ._entailment_client import EntailmentServiceChecker
 
-        token = settings.server.auth_token
+        token_file = settings.retrieval.verifier_token_file
+        if token_file is not None:
+            try:
+                token_text: str | None = token_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot read retrieval.verifier_token_file {token_file}: {exc.strerror}",
+                    field="retrieval.verifier_token_file",
+                ) from exc
+        else:
+            secret = settings.server.auth_token
+            token_text = secret.get_secret_value() if secret is not None else None
         return EntailmentServiceChecker(
             address,
+            tls_ca=settings.retrieval.verifier_tls_ca_file,
             version=version,
             models=_models(settings),
             max_hypothesis_chars=options.max_hypothesis_chars,
             max_pairs=options.max_pairs_per_request,
-            token=token.get_secret_value() if token is not None else None,
+            token=token_text,
             max_message_bytes=settings.server.max_message_bytes,
         )
 

@@ -29,6 +29,15 @@ from ..core import FailedPreconditionError, RetrievalSettings
 from ..embedding import Embedder
 from ..kb import KbEntry
 from ._dense import DenseIndex, UnitMatch
+from ._signing import (
+    ENTRY_KIND,
+    HEAD_KIND,
+    SignedRecord,
+    canonical_record,
+    entry_record,
+    head_record,
+    parse_record,
+)
 from ._sparse import SparseIndex
 from ._store import EntryStore
 from ._types import CollectionStats, DeleteResult, UpsertResult
@@ -266,6 +275,83 @@ class Collection:
                 for entry_id, (entry, verification) in found.items()
             }
         return version, found
+
+    def served_entries(
+        self, entry_ids: Sequence[str]
+    ) -> tuple[
+        int,
+        dict[str, tuple[KbEntry, EntryVerification | None]],
+        dict[str, SignedRecord],
+        SignedRecord | None,
+    ]:
+        """As :meth:`verified_entries`, with each entry's signed served record and the
+        collection's newest signed head (read together)."""
+        version, found, signed, head = self.store.served_entries(entry_ids)
+        if self.self_evidenced:
+            found = {
+                entry_id: (entry, _under_policy(verification))
+                for entry_id, (entry, verification) in found.items()
+            }
+        return version, found, signed, head
+
+    def records_to_sign(self, entry_ids: Sequence[str] | None = None) -> tuple[list[bytes], bytes]:
+        """The served records of these entries (every entry when None; entries without a
+        stored verification are left out: they are never served) at the collection's
+        current version, and the record of that version (the head)."""
+        version, content = self.store.content_version()
+        if entry_ids is None:
+            pairs = list(self.store.iter_verified_entries())
+        else:
+            pairs = list(self.store.verified_entries(entry_ids)[1].values())
+        records = [
+            canonical_record(entry_record(self.name, entry, verification, version))
+            for entry, verification in pairs
+            if verification is not None
+        ]
+        head = canonical_record(head_record(self.name, version, content, self.self_evidenced))
+        return records, head
+
+    def store_signatures(self, signed: Sequence[SignedRecord]) -> tuple[int, int]:
+        """Keep the signed records that still describe the collection (the entry is still
+        that version with that verification; the head is the current version); returns
+        (stored, stale)."""
+        entries: dict[str, tuple[str, SignedRecord]] = {}
+        head: tuple[int, SignedRecord] | None = None
+        stale = 0
+        version, content = self.store.content_version()
+        ids = []
+        parsed = []
+        for item in signed:
+            record = parse_record(item.record)
+            if record.get("collection") != self.name:
+                stale += 1
+                continue
+            parsed.append((record, item))
+            if record["kind"] == ENTRY_KIND:
+                ids.append(str(record.get("entry_id", "")))
+        _, found = self.store.verified_entries(ids)
+        for record, item in parsed:
+            if record["kind"] == HEAD_KIND:
+                expected = head_record(self.name, version, content, self.self_evidenced)
+                if canonical_record(expected) == item.record:
+                    head = (version, item)
+                else:
+                    stale += 1
+                continue
+            entry_id = str(record.get("entry_id", ""))
+            entry, verification = found.get(entry_id, (None, None))
+            at = record.get("kb_version")
+            if (
+                entry is None
+                or verification is None
+                or not isinstance(at, int)
+                or canonical_record(entry_record(self.name, entry, verification, at)) != item.record
+            ):
+                stale += 1
+                continue
+            entries[entry_id] = (str(record["entry_sha256"]), item)
+        stored = self.store.set_signatures(entries, head)
+        return stored + (head is not None), stale + len(entries) - stored
 
     def set_verifications(self, verifications: Mapping[str, EntryVerification]) -> int:
         """Store re-computed verifications (entries rewritten since are skipped)."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import grpc
 
 from ..core import InternalError, UnavailableError
+from ..core.server import bearer_metadata, open_channel
 from ..v1 import entailment_pb2, entailment_pb2_grpc
 from ._verification import ClaimCheck
 
@@ -38,6 +40,7 @@ class EntailmentServiceChecker:
         max_hypothesis_chars: int,
         max_pairs: int,
         token: str | None = None,
+        tls_ca: Path | None = None,
         max_message_bytes: int = 64 * 1024 * 1024,
         timeout_s: float = 600.0,
     ) -> None:
@@ -47,18 +50,23 @@ class EntailmentServiceChecker:
         self.max_hypothesis_chars = max_hypothesis_chars
         self.max_pairs = max_pairs
         self.timeout_s = timeout_s
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
-        self._options = [
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.max_send_message_length", max_message_bytes),
-        ]
+        self._metadata = bearer_metadata(token)
+        self._token = token
+        self._tls_ca = tls_ca
+        self._max_message_bytes = max_message_bytes
         self._stub: entailment_pb2_grpc.EntailmentServiceStub | None = None
         self._lock = threading.Lock()
 
     def _client(self) -> entailment_pb2_grpc.EntailmentServiceStub:
         with self._lock:
             if self._stub is None:
-                channel = grpc.insecure_channel(self.address, options=self._options)
+                channel = open_channel(
+                    self.address,
+                    tls_ca=self._tls_ca,
+                    sends_credentials=bool(self._token),
+                    max_message_bytes=self._max_message_bytes,
+                    what="the entailment service",
+                )
                 self._stub = entailment_pb2_grpc.EntailmentServiceStub(channel)  # type: ignore[no-untyped-call]
             return self._stub
 

@@ -35,6 +35,7 @@ from ._collection import Collection
 from ._dense import UnitMatch
 from ._fusion import reciprocal_rank_fusion
 from ._rerank import Reranker, rerank_order, rerank_passage
+from ._signing import KbSigner, SignedRecord
 from ._types import (
     CollectionStats,
     DeleteResult,
@@ -42,6 +43,7 @@ from ._types import (
     SearchMode,
     SearchQuery,
     SearchResult,
+    SignResult,
     UpsertResult,
 )
 from ._validation import (
@@ -147,6 +149,9 @@ class KnowledgeBase:
         checker: Verifies entries at upsert; None stores entries with supporting
             documents as UNVERIFIED (never served until :meth:`verify` runs).
         verdict_cache: Verdicts already computed (same answer, chunks, checker).
+        signer: The KB writer's signer (the admin CLI's): every write signs the served
+            records it changes and the collection head. None (every retrieval server):
+            writes return the records unsigned (``to_sign``) for their writer to sign.
     """
 
     def __init__(
@@ -158,8 +163,10 @@ class KnowledgeBase:
         *,
         checker: EntailmentChecker | None = None,
         verdict_cache: VerdictCache | None = None,
+        signer: KbSigner | None = None,
     ) -> None:
         self.root = root
+        self.signer = signer
         self.embedder = embedder
         self.settings = settings
         self.reranker = reranker
@@ -203,6 +210,7 @@ class KnowledgeBase:
         reranker: Reranker | None = None,
         *,
         checker: EntailmentChecker | Literal["profile"] | None = "profile",
+        signer: KbSigner | None = None,
     ) -> KnowledgeBase:
         """Load the profile's embedder and open every collection in ``data_dir/retrieval``.
 
@@ -219,6 +227,7 @@ class KnowledgeBase:
             reranker,
             checker=chosen,
             verdict_cache=profile_verdict_cache(settings),
+            signer=signer,
         )
 
     # -- collections -----------------------------------------------------------------
@@ -282,7 +291,36 @@ class KnowledgeBase:
         if self_evidenced is not None:
             target.set_self_evidenced(self_evidenced)
         result = target.upsert(entries, verifications=verifications, progress=progress)
-        return replace(result, cached=verifier.cached_)
+        to_sign = self._after_write(collection, [entry.id for entry in entries])
+        return replace(result, cached=verifier.cached_, to_sign=to_sign)
+
+    def _after_write(self, collection: str, entry_ids: Sequence[str]) -> tuple[bytes, ...]:
+        """Sign what a write changed with this writer's signer, or return it to sign."""
+        if self.signer is not None:
+            self.sign(collection, self.signer, entry_ids)
+            return ()
+        records, head = self.collection(collection).records_to_sign(entry_ids)
+        return (*records, head)
+
+    def records_to_sign(
+        self, collection: str, entry_ids: Sequence[str] | None = None
+    ) -> tuple[bytes, ...]:
+        """The served records of these entries (all when None) and the head, unsigned."""
+        records, head = self.collection(collection).records_to_sign(entry_ids)
+        return (*records, head)
+
+    def store_signatures(self, collection: str, signed: Sequence[SignedRecord]) -> SignResult:
+        """Store records the KB's writer signed (stale ones are skipped and counted)."""
+        stored, stale = self.collection(collection).store_signatures(signed)
+        return SignResult(stored=stored, stale=stale)
+
+    def sign(
+        self, collection: str, signer: KbSigner, entry_ids: Sequence[str] | None = None
+    ) -> SignResult:
+        """Sign the served records of these entries (every entry when None) and the
+        collection head with ``signer``, and store them (``tribunal kb sign``)."""
+        records, head = self.collection(collection).records_to_sign(entry_ids)
+        return self.store_signatures(collection, [signer.sign(r) for r in (*records, head)])
 
     def verify(self, collection: str, *, recheck_all: bool = False) -> VerifyReport:
         """Verify again every entry whose stored verification is missing, UNVERIFIED, or
@@ -311,6 +349,9 @@ class KnowledgeBase:
             target.set_verifications(
                 {e.id: v for e, v in zip(part, verifier.verify(part), strict=True)}
             )
+        if self.signer is not None:
+            # Re-verified entries lost their signatures; sign the whole collection again.
+            self.sign(collection, self.signer)
         _, found = target.verified_entries(
             [entry.id for entry, _ in target.store.iter_verified_entries()]
         )
@@ -328,7 +369,8 @@ class KnowledgeBase:
     def delete(self, collection: str, ids: Sequence[str]) -> DeleteResult:
         """Remove entries; durable and gone from searches when this returns."""
         check_delete_ids(ids)
-        return self.collection(collection).delete(ids)
+        result = self.collection(collection).delete(ids)
+        return replace(result, to_sign=self._after_write(collection, []))
 
     # -- reads ----------------------------------------------------------------------
     def stats(self, collection: str = "") -> list[CollectionStats]:
@@ -468,7 +510,7 @@ class KnowledgeBase:
         stages["fuse"] = (time.perf_counter() - started) * 1000
         head_size = max(query.top_k, self.settings.rerank_head if query.rerank else 0)
         head = candidates[:head_size]
-        kb_version, found = self.collection(query.collection).verified_entries(
+        kb_version, found, signed, signed_head = self.collection(query.collection).served_entries(
             [c.entry_id for c in head]
         )
         entries = {entry_id: entry for entry_id, (entry, _) in found.items()}
@@ -490,6 +532,7 @@ class KnowledgeBase:
                 sparse_rank=c.sparse_rank,
                 rerank_score=c.rerank,
                 verification=found[c.entry_id][1],
+                served=signed.get(c.entry_id),
             )
             for rank, c in enumerate(head[: query.top_k], start=1)
         )
@@ -498,6 +541,7 @@ class KnowledgeBase:
             stage_milliseconds=stages,
             kb_version=kb_version,
             kb_content_version=self.collection(query.collection).content_version(),
+            signed_head=signed_head,
         )
 
     def _fuse(

@@ -9,7 +9,10 @@ lets several processes serve the same directory. Embeddings are stored with
 their units, so indexes rebuild without re-embedding. Each entry's
 verification (do its chunks entail its answer?) is written in the same
 transaction as the entry version it belongs to; the collection's
-``self_evidenced`` policy lives in ``meta``.
+``self_evidenced`` policy lives in ``meta``. The writer's signatures of the served
+records (:mod:`._signing`) are kept per entry, dropped in the same transaction that
+rewrites, re-verifies or deletes the entry; the newest signed collection head is in
+``meta``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..kb import KbEntry, entry_from_record, entry_sha256, entry_to_record
+from ._signing import SignedRecord
 from ._verification import EntryVerification
 
 __all__ = ["EntryStore", "StoredUnits", "stored_questions"]
@@ -42,6 +46,7 @@ CREATE TABLE IF NOT EXISTS units (
     PRIMARY KEY (entry_id, position)
 );
 CREATE TABLE IF NOT EXISTS verifications (entry_id TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS signatures (entry_id TEXT PRIMARY KEY, signed TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     entry_id TEXT NOT NULL,
@@ -141,6 +146,7 @@ class EntryStore:
         with self._transaction() as db:
             for entry, unit_ids, texts, vectors in upserts:
                 db.execute("DELETE FROM verifications WHERE entry_id = ?", (entry.id,))
+                db.execute("DELETE FROM signatures WHERE entry_id = ?", (entry.id,))
                 if entry.id in verifications:
                     db.execute(
                         "INSERT INTO verifications (entry_id, record) VALUES (?, ?)",
@@ -168,6 +174,7 @@ class EntryStore:
                     continue
                 db.execute("DELETE FROM units WHERE entry_id = ?", (entry_id,))
                 db.execute("DELETE FROM verifications WHERE entry_id = ?", (entry_id,))
+                db.execute("DELETE FROM signatures WHERE entry_id = ?", (entry_id,))
                 db.execute("INSERT INTO changes (entry_id, op) VALUES (?, 'delete')", (entry_id,))
             last = self._last_seq(db)
         return last, missing
@@ -185,8 +192,61 @@ class EntryStore:
                     "INSERT OR REPLACE INTO verifications (entry_id, record) VALUES (?, ?)",
                     (entry_id, _verification_json(verification)),
                 )
+                db.execute("DELETE FROM signatures WHERE entry_id = ?", (entry_id,))
                 written += 1
         return written
+
+    def set_signatures(
+        self,
+        entries: Mapping[str, tuple[str, SignedRecord]],
+        head: tuple[int, SignedRecord] | None = None,
+    ) -> int:
+        """Store signed served records (entry id -> (the entry sha256 it signs, record)),
+        each only while the entry is still that version, and a signed head for
+        collection version ``head[0]`` (only when no newer head is stored). Returns
+        how many entry records were stored."""
+        stored = 0
+        with self._transaction() as db:
+            for entry_id, (sha, signed) in entries.items():
+                row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
+                if row is None or _record_sha256(row[0]) != sha:
+                    continue  # rewritten or deleted since: its own writer signs it
+                db.execute(
+                    "INSERT OR REPLACE INTO signatures (entry_id, signed) VALUES (?, ?)",
+                    (entry_id, signed.to_json()),
+                )
+                stored += 1
+            if head is not None:
+                current = db.execute(
+                    "SELECT value FROM meta WHERE key = 'signed_head_version'"
+                ).fetchone()
+                if current is None or int(current[0]) <= head[0]:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                        [
+                            ("signed_head_version", str(head[0])),
+                            ("signed_head", head[1].to_json()),
+                        ],
+                    )
+        return stored
+
+    def signed_head(self) -> SignedRecord | None:
+        """The newest signed collection head (None: never signed)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'signed_head'").fetchone()
+        return SignedRecord.from_json(row[0]) if row else None
+
+    def signatures(self, entry_ids: Sequence[str]) -> dict[str, SignedRecord]:
+        """Stored signed records of these entries (unsigned ones are left out)."""
+        out: dict[str, SignedRecord] = {}
+        with self._transaction("DEFERRED") as db:
+            for entry_id in entry_ids:
+                row = db.execute(
+                    "SELECT signed FROM signatures WHERE entry_id = ?", (entry_id,)
+                ).fetchone()
+                if row is not None:
+                    out[entry_id] = SignedRecord.from_json(row[0])
+        return out
 
     def set_self_evidenced(self, value: bool) -> None:
         """The collection's ``self_evidenced`` policy."""
@@ -289,24 +349,56 @@ class EntryStore:
     ) -> tuple[int, dict[str, tuple[KbEntry, EntryVerification | None]]]:
         """The last change sequence and, per stored id, the entry with its verification
         (None when none is stored, or it belongs to another version of the entry)."""
-        out: dict[str, tuple[KbEntry, EntryVerification | None]] = {}
         with self._transaction("DEFERRED") as db:
-            for entry_id in entry_ids:
-                row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
-                if row is None:
-                    continue
-                checked = db.execute(
-                    "SELECT record FROM verifications WHERE entry_id = ?", (entry_id,)
+            return self._last_seq(db), self._verified_locked(db, entry_ids)
+
+    def served_entries(
+        self, entry_ids: Sequence[str]
+    ) -> tuple[
+        int,
+        dict[str, tuple[KbEntry, EntryVerification | None]],
+        dict[str, SignedRecord],
+        SignedRecord | None,
+    ]:
+        """As :meth:`verified_entries`, with the entries' signed records and the newest
+        signed head, all read in one transaction (a search never mixes two versions)."""
+        with self._transaction("DEFERRED") as db:
+            found = self._verified_locked(db, entry_ids)
+            signed: dict[str, SignedRecord] = {}
+            for entry_id in found:
+                row = db.execute(
+                    "SELECT signed FROM signatures WHERE entry_id = ?", (entry_id,)
                 ).fetchone()
-                verification = (
-                    EntryVerification.from_record(json.loads(checked[0])) if checked else None
-                )
-                if verification is not None and verification.entry_sha256 != _record_sha256(row[0]):
-                    verification = None
-                entry = entry_from_record(json.loads(row[0]), record_format="entries", max_chars=1)
-                out[entry_id] = (entry, verification)
-            last = self._last_seq(db)
-        return last, out
+                if row is not None:
+                    signed[entry_id] = SignedRecord.from_json(row[0])
+            head = db.execute("SELECT value FROM meta WHERE key = 'signed_head'").fetchone()
+            return (
+                self._last_seq(db),
+                found,
+                signed,
+                SignedRecord.from_json(head[0]) if head else None,
+            )
+
+    @staticmethod
+    def _verified_locked(
+        db: sqlite3.Connection, entry_ids: Sequence[str]
+    ) -> dict[str, tuple[KbEntry, EntryVerification | None]]:
+        out: dict[str, tuple[KbEntry, EntryVerification | None]] = {}
+        for entry_id in entry_ids:
+            row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
+            if row is None:
+                continue
+            checked = db.execute(
+                "SELECT record FROM verifications WHERE entry_id = ?", (entry_id,)
+            ).fetchone()
+            verification = (
+                EntryVerification.from_record(json.loads(checked[0])) if checked else None
+            )
+            if verification is not None and verification.entry_sha256 != _record_sha256(row[0]):
+                verification = None
+            entry = entry_from_record(json.loads(row[0]), record_format="entries", max_chars=1)
+            out[entry_id] = (entry, verification)
+        return out
 
     def iter_verified_entries(self) -> Iterator[tuple[KbEntry, EntryVerification | None]]:
         """Every stored entry with its verification (``tribunal kb verify``)."""

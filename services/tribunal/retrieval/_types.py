@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..kb import KbEntry
 
 if TYPE_CHECKING:
+    from ._signing import SignedRecord
     from ._verification import EntryVerification
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "SearchMode",
     "SearchQuery",
     "SearchResult",
+    "SignResult",
     "UpsertResult",
 ]
 
@@ -67,6 +69,8 @@ class SearchHit:
     verification: EntryVerification | None = None
     """The entry's stored verification, the collection's policy applied (None: never
     verified, e.g. written before verification existed)."""
+    served: SignedRecord | None = None
+    """The KB writer's signed served record of this entry version (None: not signed)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,9 @@ class SearchResult:
     """The collection's version: the sequence number of its last change."""
     kb_content_version: str = ""
     """Content hash of the collection's entries (see ``Collection.content_version``)."""
+    signed_head: SignedRecord | None = None
+    """The KB writer's newest signed record of the collection's version (None: never
+    signed). ``kb_version`` and ``kb_content_version`` are that record's."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,9 @@ class UpsertResult:
     """Verifications answered from the verdict cache."""
     kb_version: int = 0
     """The collection's version (its change counter) once this write was applied."""
+    to_sign: tuple[bytes, ...] = ()
+    """Served records of this write and the collection head, for a writer that signs
+    them itself (empty when the knowledge base signed them with its own signer)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +114,18 @@ class DeleteResult:
     """Requested ids that were not in the collection."""
     kb_version: int = 0
     """The collection's version (its change counter) once this delete was applied."""
+    to_sign: tuple[bytes, ...] = ()
+    """The collection head's record, for a writer that signs it itself."""
+
+
+@dataclass(frozen=True)
+class SignResult:
+    """What storing signed records did."""
+
+    stored: int
+    """Records stored (entries and the head)."""
+    stale: int
+    """Records that no longer describe the collection (rewritten since): not stored."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ __all__ = [
     "check_collection_name",
     "check_delete_ids",
     "check_entries",
+    "check_entry",
     "check_query",
 ]
 
@@ -64,6 +65,19 @@ def check_batch(queries: Sequence[SearchQuery], settings: RetrievalSettings) -> 
         )
     for i, query in enumerate(queries):
         check_query(query, settings, prefix=f"searches[{i}].")
+    reranked = sum(1 for query in queries if query.rerank)
+    passages = reranked * settings.rerank_head
+    if passages > settings.max_rerank_passages_per_request:
+        # Reranking is the slow part (an LLM judges every passage): bounded per request so
+        # that one caller cannot hold the reranker for minutes.
+        most = settings.max_rerank_passages_per_request // settings.rerank_head
+        raise ResourceExhaustedError(
+            f"{reranked} searches ask for rerank ({passages} passages to rerank); one "
+            f"request may rerank at most {settings.max_rerank_passages_per_request} "
+            f"(retrieval.max_rerank_passages_per_request): send at most {most} reranked "
+            "searches per request",
+            field="searches",
+        )
 
 
 def _duplicates(ids: Sequence[str]) -> list[str]:
@@ -193,6 +207,34 @@ def _check_searchable(entry: KbEntry, where: str) -> None:
         )
 
 
+def check_entry(entry: KbEntry, settings: RetrievalSettings, where: str) -> None:
+    """One entry: id present, within the size limits, chunk ids unique, searchable
+    (``where`` names it in messages: ``entries[3]``, ``kb.jsonl:12``)."""
+    if not entry.id.strip():
+        raise InvalidArgumentError(
+            f"{where}.id is empty; every entry needs a non-empty id", field=f"{where}.id"
+        )
+    _check_sizes(entry, settings, where)
+    chunk_ids = [chunk.id for chunk in entry.chunks]
+    for j, chunk_id in enumerate(chunk_ids):
+        reserved = chunk_id == ANSWER_UNIT_ID or phrasing_index(chunk_id) is not None
+        if not chunk_id.strip() or reserved:
+            raise InvalidArgumentError(
+                f"{where}.chunks[{j}].id is {chunk_id!r}; chunk ids must be non-empty "
+                f"and not {QUESTION_UNIT_ID!r}, '{QUESTION_UNIT_ID}:<n>' or "
+                f"{ANSWER_UNIT_ID!r}",
+                field=f"{where}.chunks[{j}].id",
+            )
+    repeated_chunks = _duplicates(chunk_ids)
+    if repeated_chunks:
+        raise InvalidArgumentError(
+            f"entry {entry.id!r} repeats chunk id(s) {repeated_chunks}; "
+            "chunk ids must be unique within an entry",
+            field=f"{where}.chunks",
+        )
+    _check_searchable(entry, where)
+
+
 def check_entries(entries: Sequence[KbEntry], settings: RetrievalSettings) -> None:
     """Non-empty, within the size limits, ids present and unique, each entry searchable
     (every indexed text has keyword-search terms)."""
@@ -205,30 +247,7 @@ def check_entries(entries: Sequence[KbEntry], settings: RetrievalSettings) -> No
             field="entries",
         )
     for i, entry in enumerate(entries):
-        where = f"entries[{i}]"
-        if not entry.id.strip():
-            raise InvalidArgumentError(
-                f"{where}.id is empty; every entry needs a non-empty id", field=f"{where}.id"
-            )
-        _check_sizes(entry, settings, where)
-        chunk_ids = [chunk.id for chunk in entry.chunks]
-        for j, chunk_id in enumerate(chunk_ids):
-            reserved = chunk_id == ANSWER_UNIT_ID or phrasing_index(chunk_id) is not None
-            if not chunk_id.strip() or reserved:
-                raise InvalidArgumentError(
-                    f"{where}.chunks[{j}].id is {chunk_id!r}; chunk ids must be non-empty "
-                    f"and not {QUESTION_UNIT_ID!r}, '{QUESTION_UNIT_ID}:<n>' or "
-                    f"{ANSWER_UNIT_ID!r}",
-                    field=f"{where}.chunks[{j}].id",
-                )
-        repeated_chunks = _duplicates(chunk_ids)
-        if repeated_chunks:
-            raise InvalidArgumentError(
-                f"entry {entry.id!r} repeats chunk id(s) {repeated_chunks}; "
-                "chunk ids must be unique within an entry",
-                field=f"{where}.chunks",
-            )
-        _check_searchable(entry, where)
+        check_entry(entry, settings, f"entries[{i}]")
     repeated = _duplicates([entry.id for entry in entries])
     if repeated:
         raise InvalidArgumentError(

@@ -52,6 +52,8 @@ from .servicer import (
     query_from_proto,
     result_to_proto,
     self_evidenced_from_proto,
+    sign_response,
+    signed_from_proto,
     stats_response,
     upsert_response,
 )
@@ -150,6 +152,13 @@ class RetrievalDeployment(ServeApp, service="retrieval"):
         self, request: retrieval_pb2.StatsRequest, grpc_context: Any = None
     ) -> retrieval_pb2.StatsResponse:
         return stats_response(await self.stats(request.collection))
+
+    async def Sign(
+        self, request: retrieval_pb2.SignRequest, grpc_context: Any = None
+    ) -> retrieval_pb2.SignResponse:
+        signed = signed_from_proto(request)
+        result = await asyncio.to_thread(self.kb.store_signatures, request.collection, signed)
+        return sign_response(result)
 
     def __del__(self) -> None:
         # Replica shutdown: write snapshots so the next replica loads instead of rebuilding.

@@ -26,12 +26,14 @@ from ..v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 from ._change_audit import AuditedWrites, KbChangeLog
 from ._knowledge_base import KnowledgeBase
 from ._rerank import LazyReranker, Reranker, load_profile_reranker
+from ._signing import SignatureError, SignedRecord, parse_record
 from ._types import (
     CollectionStats,
     DeleteResult,
     SearchMode,
     SearchQuery,
     SearchResult,
+    SignResult,
     UpsertResult,
 )
 from ._verification import EntryVerification, VerificationVerdict
@@ -47,6 +49,9 @@ __all__ = [
     "query_from_proto",
     "result_to_proto",
     "self_evidenced_from_proto",
+    "sign_response",
+    "signed_from_proto",
+    "signed_to_proto",
     "stats_response",
     "upsert_response",
     "verification_to_proto",
@@ -113,11 +118,43 @@ def verification_to_proto(
     )
 
 
+def signed_to_proto(signed: SignedRecord | None) -> retrieval_pb2.SignedRecord | None:
+    if signed is None:
+        return None
+    return retrieval_pb2.SignedRecord(
+        record=signed.record, key_id=signed.key_id, signature=signed.signature
+    )
+
+
+def signed_from_proto(request: retrieval_pb2.SignRequest) -> list[SignedRecord]:
+    """The records of a Sign request; INVALID_ARGUMENT for one that is not a record."""
+    out = []
+    for i, item in enumerate(request.records):
+        if not item.key_id or not item.signature:
+            raise InvalidArgumentError(
+                f"records[{i}] has no key_id or signature: sign it first", field="records"
+            )
+        if len(item.key_id) > 64 or len(item.signature) > 256:
+            raise InvalidArgumentError(f"records[{i}]: key_id or signature too long")
+        signed = SignedRecord(bytes(item.record), item.key_id, bytes(item.signature))
+        try:
+            parse_record(signed.record)
+        except SignatureError as exc:
+            raise InvalidArgumentError(f"records[{i}]: {exc}", field="records") from exc
+        out.append(signed)
+    return out
+
+
+def sign_response(result: SignResult) -> retrieval_pb2.SignResponse:
+    return retrieval_pb2.SignResponse(stored=result.stored, stale=result.stale)
+
+
 def result_to_proto(result: SearchResult, request_id: str = "") -> retrieval_pb2.SearchResponse:
     return retrieval_pb2.SearchResponse(
         request_id=request_id,
         kb_version=result.kb_version,
         kb_content_version=result.kb_content_version,
+        kb_head=signed_to_proto(result.signed_head),
         hits=[
             retrieval_pb2.SearchHit(
                 entry=entry_to_proto(hit.entry),
@@ -130,6 +167,7 @@ def result_to_proto(result: SearchResult, request_id: str = "") -> retrieval_pb2
                 rerank_score=hit.rerank_score,
                 matched_chunk_id=hit.matched_unit_id,
                 verification=verification_to_proto(hit.verification),
+                served=signed_to_proto(hit.served),
             )
             for hit in result.hits
         ],
@@ -167,6 +205,7 @@ def upsert_response(result: UpsertResult) -> retrieval_pb2.UpsertResponse:
         no_evidence=counts.get(VerificationVerdict.NO_EVIDENCE.value, 0),
         cached=result.cached,
         kb_version=result.kb_version,
+        to_sign=[retrieval_pb2.SignedRecord(record=record) for record in result.to_sign],
     )
 
 
@@ -177,7 +216,10 @@ def self_evidenced_from_proto(request: retrieval_pb2.UpsertRequest) -> bool | No
 
 def delete_response(result: DeleteResult) -> retrieval_pb2.DeleteResponse:
     return retrieval_pb2.DeleteResponse(
-        deleted=result.deleted, missing_ids=list(result.missing_ids), kb_version=result.kb_version
+        deleted=result.deleted,
+        missing_ids=list(result.missing_ids),
+        kb_version=result.kb_version,
+        to_sign=[retrieval_pb2.SignedRecord(record=record) for record in result.to_sign],
     )
 
 
@@ -291,6 +333,12 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.StatsRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.StatsResponse:
         return stats_response(self.kb.stats(request.collection))
+
+    def Sign(
+        self, request: retrieval_pb2.SignRequest, context: grpc.ServicerContext
+    ) -> retrieval_pb2.SignResponse:
+        signed = signed_from_proto(request)
+        return sign_response(self.kb.store_signatures(request.collection, signed))
 
 
 class _RetrievalHost(ServiceHost):

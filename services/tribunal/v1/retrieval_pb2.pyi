@@ -34,6 +34,32 @@ VERIFICATION_VERDICT_FAILED: VerificationVerdict
 VERIFICATION_VERDICT_NO_EVIDENCE: VerificationVerdict
 VERIFICATION_VERDICT_SELF_EVIDENCED: VerificationVerdict
 
+class SignedRecord(_message.Message):
+    __slots__ = ("record", "key_id", "signature")
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    record: bytes
+    key_id: str
+    signature: bytes
+    def __init__(self, record: _Optional[bytes] = ..., key_id: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
+
+class SignRequest(_message.Message):
+    __slots__ = ("collection", "records")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    collection: str
+    records: _containers.RepeatedCompositeFieldContainer[SignedRecord]
+    def __init__(self, collection: _Optional[str] = ..., records: _Optional[_Iterable[_Union[SignedRecord, _Mapping]]] = ...) -> None: ...
+
+class SignResponse(_message.Message):
+    __slots__ = ("stored", "stale")
+    STORED_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    stored: int
+    stale: int
+    def __init__(self, stored: _Optional[int] = ..., stale: _Optional[int] = ...) -> None: ...
+
 class SearchRequest(_message.Message):
     __slots__ = ("collection", "query", "top_k", "mode", "rerank", "request_id")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
@@ -82,7 +108,7 @@ class EntryVerification(_message.Message):
     def __init__(self, verdict: _Optional[_Union[VerificationVerdict, str]] = ..., reason: _Optional[str] = ..., entailed_chunk_ids: _Optional[_Iterable[str]] = ..., checker_version: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., answer_sha256: _Optional[str] = ..., entry_sha256: _Optional[str] = ..., verified_at: _Optional[str] = ..., claims: _Optional[int] = ..., chunk_p_entail: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("entry", "score", "rank", "dense_score", "dense_rank", "sparse_score", "sparse_rank", "rerank_score", "matched_chunk_id", "verification")
+    __slots__ = ("entry", "score", "rank", "dense_score", "dense_rank", "sparse_score", "sparse_rank", "rerank_score", "matched_chunk_id", "verification", "served")
     ENTRY_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +119,7 @@ class SearchHit(_message.Message):
     RERANK_SCORE_FIELD_NUMBER: _ClassVar[int]
     MATCHED_CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
     VERIFICATION_FIELD_NUMBER: _ClassVar[int]
+    SERVED_FIELD_NUMBER: _ClassVar[int]
     entry: _common_pb2.KbEntry
     score: float
     rank: int
@@ -103,21 +130,24 @@ class SearchHit(_message.Message):
     rerank_score: float
     matched_chunk_id: str
     verification: EntryVerification
-    def __init__(self, entry: _Optional[_Union[_common_pb2.KbEntry, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., dense_rank: _Optional[int] = ..., sparse_score: _Optional[float] = ..., sparse_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ..., matched_chunk_id: _Optional[str] = ..., verification: _Optional[_Union[EntryVerification, _Mapping]] = ...) -> None: ...
+    served: SignedRecord
+    def __init__(self, entry: _Optional[_Union[_common_pb2.KbEntry, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., dense_rank: _Optional[int] = ..., sparse_score: _Optional[float] = ..., sparse_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ..., matched_chunk_id: _Optional[str] = ..., verification: _Optional[_Union[EntryVerification, _Mapping]] = ..., served: _Optional[_Union[SignedRecord, _Mapping]] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "latencies", "kb_version", "request_id", "kb_content_version")
+    __slots__ = ("hits", "latencies", "kb_version", "request_id", "kb_content_version", "kb_head")
     HITS_FIELD_NUMBER: _ClassVar[int]
     LATENCIES_FIELD_NUMBER: _ClassVar[int]
     KB_VERSION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     KB_CONTENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KB_HEAD_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     latencies: _containers.RepeatedCompositeFieldContainer[_common_pb2.StageLatency]
     kb_version: int
     request_id: str
     kb_content_version: str
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., latencies: _Optional[_Iterable[_Union[_common_pb2.StageLatency, _Mapping]]] = ..., kb_version: _Optional[int] = ..., request_id: _Optional[str] = ..., kb_content_version: _Optional[str] = ...) -> None: ...
+    kb_head: SignedRecord
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., latencies: _Optional[_Iterable[_Union[_common_pb2.StageLatency, _Mapping]]] = ..., kb_version: _Optional[int] = ..., request_id: _Optional[str] = ..., kb_content_version: _Optional[str] = ..., kb_head: _Optional[_Union[SignedRecord, _Mapping]] = ...) -> None: ...
 
 class BatchSearchRequest(_message.Message):
     __slots__ = ("searches",)
@@ -144,7 +174,7 @@ class UpsertRequest(_message.Message):
     def __init__(self, collection: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[_common_pb2.KbEntry, _Mapping]]] = ..., create_collection: _Optional[bool] = ..., self_evidenced: _Optional[bool] = ...) -> None: ...
 
 class UpsertResponse(_message.Message):
-    __slots__ = ("upserted", "total_entries", "verified", "failed", "unverified", "no_evidence", "cached", "kb_version")
+    __slots__ = ("upserted", "total_entries", "verified", "failed", "unverified", "no_evidence", "cached", "kb_version", "to_sign")
     UPSERTED_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ENTRIES_FIELD_NUMBER: _ClassVar[int]
     VERIFIED_FIELD_NUMBER: _ClassVar[int]
@@ -153,6 +183,7 @@ class UpsertResponse(_message.Message):
     NO_EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     CACHED_FIELD_NUMBER: _ClassVar[int]
     KB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TO_SIGN_FIELD_NUMBER: _ClassVar[int]
     upserted: int
     total_entries: int
     verified: int
@@ -161,7 +192,8 @@ class UpsertResponse(_message.Message):
     no_evidence: int
     cached: int
     kb_version: int
-    def __init__(self, upserted: _Optional[int] = ..., total_entries: _Optional[int] = ..., verified: _Optional[int] = ..., failed: _Optional[int] = ..., unverified: _Optional[int] = ..., no_evidence: _Optional[int] = ..., cached: _Optional[int] = ..., kb_version: _Optional[int] = ...) -> None: ...
+    to_sign: _containers.RepeatedCompositeFieldContainer[SignedRecord]
+    def __init__(self, upserted: _Optional[int] = ..., total_entries: _Optional[int] = ..., verified: _Optional[int] = ..., failed: _Optional[int] = ..., unverified: _Optional[int] = ..., no_evidence: _Optional[int] = ..., cached: _Optional[int] = ..., kb_version: _Optional[int] = ..., to_sign: _Optional[_Iterable[_Union[SignedRecord, _Mapping]]] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
     __slots__ = ("collection", "ids")
@@ -172,14 +204,16 @@ class DeleteRequest(_message.Message):
     def __init__(self, collection: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeleteResponse(_message.Message):
-    __slots__ = ("deleted", "missing_ids", "kb_version")
+    __slots__ = ("deleted", "missing_ids", "kb_version", "to_sign")
     DELETED_FIELD_NUMBER: _ClassVar[int]
     MISSING_IDS_FIELD_NUMBER: _ClassVar[int]
     KB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TO_SIGN_FIELD_NUMBER: _ClassVar[int]
     deleted: int
     missing_ids: _containers.RepeatedScalarFieldContainer[str]
     kb_version: int
-    def __init__(self, deleted: _Optional[int] = ..., missing_ids: _Optional[_Iterable[str]] = ..., kb_version: _Optional[int] = ...) -> None: ...
+    to_sign: _containers.RepeatedCompositeFieldContainer[SignedRecord]
+    def __init__(self, deleted: _Optional[int] = ..., missing_ids: _Optional[_Iterable[str]] = ..., kb_version: _Optional[int] = ..., to_sign: _Optional[_Iterable[_Union[SignedRecord, _Mapping]]] = ...) -> None: ...
 
 class StatsRequest(_message.Message):
     __slots__ = ("collection",)

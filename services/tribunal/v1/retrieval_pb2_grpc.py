@@ -60,6 +60,11 @@ class RetrievalServiceStub:
                 request_serializer=tribunal_dot_v1_dot_retrieval__pb2.StatsRequest.SerializeToString,
                 response_deserializer=tribunal_dot_v1_dot_retrieval__pb2.StatsResponse.FromString,
                 _registered_method=True)
+        self.Sign = channel.unary_unary(
+                '/tribunal.v1.RetrievalService/Sign',
+                request_serializer=tribunal_dot_v1_dot_retrieval__pb2.SignRequest.SerializeToString,
+                response_deserializer=tribunal_dot_v1_dot_retrieval__pb2.SignResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -101,6 +106,14 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Sign(self, request, context):
+        """Store served records the KB's writer signed (those an Upsert or Delete returned in
+        to_sign); records that no longer describe the collection are skipped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +141,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.Stats,
                     request_deserializer=tribunal_dot_v1_dot_retrieval__pb2.StatsRequest.FromString,
                     response_serializer=tribunal_dot_v1_dot_retrieval__pb2.StatsResponse.SerializeToString,
+            ),
+            'Sign': grpc.unary_unary_rpc_method_handler(
+                    servicer.Sign,
+                    request_deserializer=tribunal_dot_v1_dot_retrieval__pb2.SignRequest.FromString,
+                    response_serializer=tribunal_dot_v1_dot_retrieval__pb2.SignResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -266,6 +284,33 @@ class RetrievalService:
             '/tribunal.v1.RetrievalService/Stats',
             tribunal_dot_v1_dot_retrieval__pb2.StatsRequest.SerializeToString,
             tribunal_dot_v1_dot_retrieval__pb2.StatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Sign(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tribunal.v1.RetrievalService/Sign',
+            tribunal_dot_v1_dot_retrieval__pb2.SignRequest.SerializeToString,
+            tribunal_dot_v1_dot_retrieval__pb2.SignResponse.FromString,
             options,
             channel_credentials,
             insecure,

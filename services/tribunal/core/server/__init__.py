@@ -1,6 +1,7 @@
 """The gRPC runtime shared by every service (this package may import grpc; domain code may not)."""
 
 from ._auth import Caller, authorize, caller_of
+from ._channel import bearer_metadata, open_channel
 from ._credentials import (
     CredentialStore,
     Role,
@@ -27,6 +28,7 @@ __all__ = [
     "ServiceBinding",
     "ServiceHost",
     "authorize",
+    "bearer_metadata",
     "caller_of",
     "check_exposure",
     "credential_from_entry",
@@ -34,6 +36,7 @@ __all__ = [
     "install_reload_signal",
     "is_loopback",
     "new_token",
+    "open_channel",
     "read_credentials_file",
     "status_for",
     "token_sha256",

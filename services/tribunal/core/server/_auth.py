@@ -24,7 +24,15 @@ from ._metrics import GRPC_REQUESTS
 from ._roles import required_role
 from ._status import abort_with_error
 
-__all__ = ["OPEN_PREFIXES", "AuthInterceptor", "Caller", "authorize", "bearer_token", "caller_of"]
+__all__ = [
+    "ANONYMOUS",
+    "OPEN_PREFIXES",
+    "AuthInterceptor",
+    "Caller",
+    "authorize",
+    "bearer_token",
+    "caller_of",
+]
 
 OPEN_PREFIXES = INFRASTRUCTURE_PREFIXES
 """Methods anyone may call: Kubernetes probes and grpcurl's discovery."""
@@ -42,7 +50,11 @@ class Caller:
 
 
 UNCHECKED = Caller("unauthenticated", Role.ADMIN)
-"""The caller of a server that checks no credential (loopback development only)."""
+"""The caller of a call no credential check applies to (outside a gRPC call: a handle
+call inside a Serve cluster, a direct domain call)."""
+ANONYMOUS = Caller("unauthenticated", Role.QUERY)
+"""The caller of an asking method on a server with no credentials configured (loopback
+development): it may ask, never change the KB."""
 
 
 def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
@@ -68,8 +80,22 @@ def authorize(
         PermissionDeniedError: the credential's role may not call ``method``.
     """
     if credentials is None:
-        return UNCHECKED
+        # No credentials configured: asking is open (loopback only, see check_exposure),
+        # changing the KB never is.
+        needed = required_role(method)
+        if needed is Role.QUERY:
+            return ANONYMOUS
+        name = method.rsplit("/", 1)[-1]
+        raise UnauthenticatedError(
+            f"{name} changes the knowledge base and always needs an {needed.value} "
+            "credential, loopback included; this server has none configured: set "
+            "server.credentials_file (`tribunal credentials new NAME --role admin --file "
+            "FILE`) or server.auth_token"
+        )
     token = bearer_token(metadata)
+    needed = required_role(method)
+    if token is None and credentials.anonymous is not None and credentials.anonymous.allows(needed):
+        return ANONYMOUS
     if token is None:
         raise UnauthenticatedError(f"this server requires a credential: {_SEND}")
     credential = credentials.authenticate(token)
@@ -77,7 +103,6 @@ def authorize(
         raise UnauthenticatedError(
             f"the bearer token is not a valid credential (unknown, or rotated out): {_SEND}"
         )
-    needed = required_role(method)
     if not credential.role.allows(needed):
         name = method.rsplit("/", 1)[-1]
         raise PermissionDeniedError(
@@ -105,7 +130,7 @@ class AuthInterceptor(HandlerInterceptor):
     """Refuses calls without an allowed credential (outermost interceptor): the refusal
     costs no admission slot and runs no validation."""
 
-    def __init__(self, service: str, credentials: CredentialStore) -> None:
+    def __init__(self, service: str, credentials: CredentialStore | None) -> None:
         self.service = service
         self.credentials = credentials
 

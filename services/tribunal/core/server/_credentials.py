@@ -201,8 +201,17 @@ class CredentialStore:
             gateway's credential for its in-process stages).
     """
 
-    def __init__(self, source: Path | None = None, fixed: Sequence[Credential] = ()) -> None:
+    def __init__(
+        self,
+        source: Path | None = None,
+        fixed: Sequence[Credential] = (),
+        *,
+        anonymous: Role | None = None,
+    ) -> None:
         self.source = source
+        self.anonymous = anonymous
+        """The role of a call without a token (None: refused); only a loopback
+        development store (``server.local_admin_file``) lets callers ask without one."""
         self._fixed = tuple(fixed)
         self._lock = threading.Lock()
         self._credentials: tuple[Credential, ...] = ()
@@ -234,7 +243,10 @@ class CredentialStore:
                 Credential("auth_token", Role.ADMIN, hashlib.sha256(token.encode()).digest())
             )
         if server.credentials_file is None and not fixed:
-            return None
+            local = getattr(server, "local_admin_file", None)
+            if local is None:
+                return None
+            return cls(local, anonymous=Role.QUERY)
         return cls(server.credentials_file, fixed)
 
     # -- loading --------------------------------------------------------------------------

@@ -145,8 +145,8 @@ class ServiceHost:
         """Bind, start serving health/reflection, start loading models; returns the port."""
         limit = self.settings.max_message_bytes
         interceptors: list[grpc.ServerInterceptor] = []  # type: ignore[type-arg]
-        if self.credentials is not None:
-            interceptors.append(AuthInterceptor(self.name, self.credentials))
+        # Always: with no credentials configured, asking is open and KB changes are refused.
+        interceptors.append(AuthInterceptor(self.name, self.credentials))
         interceptors.append(ServerInterceptor(self.name, self._ready.is_set))
         self._workers = futures.ThreadPoolExecutor(
             max_workers=self.settings.max_ongoing_requests, thread_name_prefix=f"work-{self.name}"

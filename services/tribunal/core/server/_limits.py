@@ -67,6 +67,15 @@ REQUEST_LIMITS: dict[str, dict[str, str]] = {
         "ids[]": ID,
     },
     "tribunal.v1.StatsRequest": {"collection": ID},
+    "tribunal.v1.SignRequest": {
+        "collection": ID,
+        "records": "retrieval.max_signed_records_per_request",
+    },
+    "tribunal.v1.SignedRecord": {
+        "record": "retrieval.max_signed_record_bytes",
+        "key_id": ID,
+        "signature": ID,
+    },
     # -- entailment.proto ---------------------------------------------------------------
     "tribunal.v1.CheckRequest": {"pairs": "entailment.max_pairs_per_request"},
     "tribunal.v1.EntailmentPair": {

@@ -24,6 +24,7 @@ METHOD_ROLES: Mapping[str, Role] = {
     "/tribunal.v1.RetrievalService/Stats": _QUERY,
     "/tribunal.v1.RetrievalService/Upsert": _ADMIN,
     "/tribunal.v1.RetrievalService/Delete": _ADMIN,
+    "/tribunal.v1.RetrievalService/Sign": _ADMIN,
     "/tribunal.v1.EntailmentService/Check": _QUERY,
     "/tribunal.v1.EntailmentService/CheckQuotes": _QUERY,
     "/tribunal.v1.EnsembleService/Match": _QUERY,

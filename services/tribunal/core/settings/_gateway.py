@@ -42,6 +42,11 @@ class GatewaySettings(Section):
     stage_token: SecretStr | None = None
     """``grpc`` discovery: the bearer token sent to the stages, when ``stage_token_file``
     is unset; unset too: ``server.auth_token``."""
+    kb_trusted_keys: Path | None = None
+    """Folder of the KB writer's public keys (``*.pub``, PEM; or one such file): the
+    gateway serves only entries whose served record one of them signed (several at once
+    while a key is rotated; re-read when the folder changes). null:
+    ``data_dir/keys/kb-trusted``."""
     ray_apps: dict[str, str] = Field(default_factory=dict)
     """``ray`` discovery: stage name -> Serve application name (default: the stage name)."""
     collection: str = Field("default", min_length=1)

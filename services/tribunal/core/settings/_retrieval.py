@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ._base import Section
 from ._deployment import DeploymentSettings
@@ -72,6 +72,10 @@ class RetrievalSettings(Section):
     """How many fused hits the reranker re-orders when a search asks for it."""
     rerank_enabled: bool = True
     """Serve ``rerank=true`` searches with the profile's reranker (loaded on first use)."""
+    max_rerank_passages_per_request: int = Field(40, ge=1, le=100_000)
+    """Most passages the reranker scores for one request (its ``rerank=true`` searches ×
+    ``rerank_head``): one caller cannot hold the reranker for longer; a request over it
+    is refused (RESOURCE_EXHAUSTED) before any work. Must be at least ``rerank_head``."""
     chunk_size_chars: int = Field(1_000, ge=50, le=100_000)
     """Ingest splits long documents into sentence-aligned chunks of at most this many
     characters (the title is not counted)."""
@@ -113,8 +117,39 @@ class RetrievalSettings(Section):
     served until ``tribunal kb verify`` checks them)."""
     verifier_address: str = ""
     """``verifier: service``: the entailment service's ``host:port``."""
+    verifier_tls_ca_file: Path | None = None
+    """``verifier: service``: PEM CA of the entailment service's TLS certificate; set, the
+    service is dialled over TLS. Unset, a credential is sent only to a loopback address."""
+    verifier_token_file: Path | None = None
+    """``verifier: service``: file holding the bearer token sent to the entailment service
+    (a ``query`` credential of it). Unset: ``server.auth_token``."""
     verdict_cache: Path | None = None
     """SQLite file of verification verdicts by (answer, chunks, checker version), so a
     re-ingested entry is not checked again; null: ``data_dir/retrieval/verdict-cache.sqlite3``."""
+    signing_key_file: Path | None = None
+    """Ed25519 private key (PEM) the KB's writer signs served records with: read only by
+    the admin commands (``tribunal kb ingest|delete|verify|sign``, ``tribunal demo``),
+    never by a retrieval server. Created (0600) at first use, its public key written to
+    ``gateway.kb_trusted_keys``; null: ``data_dir/keys/kb-signing.key``."""
+    max_signed_records_per_request: int = Field(2_000, ge=2, le=1_000_001)
+    """Most signed records in one ``Sign`` (an Upsert's entries and the head): at least
+    ``max_entries_per_request`` + 1."""
+    max_signed_record_bytes: int = Field(1_048_576, ge=1_024, le=16_777_216)
+    """Longest signed record ``Sign`` takes (one entry's served record), in bytes."""
     deployment: DeploymentSettings = DeploymentSettings()
     """Ray Serve deployment options."""
+
+    @model_validator(mode="after")
+    def _rerank_fits(self) -> RetrievalSettings:
+        if self.max_signed_records_per_request <= self.max_entries_per_request:
+            raise ValueError(
+                "retrieval.max_signed_records_per_request must be more than "
+                "retrieval.max_entries_per_request (an Upsert's records and its head)"
+            )
+        if self.rerank_head > self.max_rerank_passages_per_request:
+            raise ValueError(
+                f"retrieval.rerank_head ({self.rerank_head}) is more than "
+                f"retrieval.max_rerank_passages_per_request "
+                f"({self.max_rerank_passages_per_request}): no reranked search would fit"
+            )
+        return self

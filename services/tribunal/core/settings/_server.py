@@ -50,6 +50,12 @@ class ServerSettings(Section):
     ``*.yaml``/``*.yml``/``*.json`` in it (a mounted Kubernetes Secret). Re-read when it
     changes and on SIGHUP, so old and new tokens can overlap during a rotation. Health and
     reflection stay open."""
+    local_admin_file: Path | None = None
+    """Loopback development with neither ``credentials_file`` nor ``auth_token``: a
+    credentials file with one ``admin`` credential (its token in plain text, mode 0600).
+    Asking methods stay open without a token; KB changes need that token. ``tribunal
+    serve`` makes ``data_dir/credentials/local-admin.yaml`` at the first such start and
+    says where."""
     auth_token: SecretStr | None = None
     """One more credential, named ``auth_token``, with the ``admin`` role: a shorthand
     for a single-operator setup (prefer ``credentials_file``, which has roles)."""
