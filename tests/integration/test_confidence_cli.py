@@ -69,6 +69,8 @@ def test_fit_then_evaluate_writes_artifact_and_report(
         "0.05",
         "0.1",
         "0.2",
+        "--risk-fraction",
+        "0.5",
         "-o",
         str(artifact_path),
     ]

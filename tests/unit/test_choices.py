@@ -70,9 +70,9 @@ def test_the_settings_and_the_code_offer_the_same_choices_as_the_commands() -> N
 
 
 def test_a_setting_outside_its_choices_is_refused_when_the_settings_load() -> None:
-    with pytest.raises(ConfigError, match="confidence.calibrator = 'sigmoid'"):
+    with pytest.raises(ConfigError, match=r"confidence\.calibrator = 'sigmoid'"):
         load_settings("tiny", confidence={"calibrator": "sigmoid"})
-    with pytest.raises(ConfigError, match="confidence.method = 'bonferroni'"):
+    with pytest.raises(ConfigError, match=r"confidence\.method = 'bonferroni'"):
         load_settings("tiny", confidence={"method": "bonferroni"})
 
 
