@@ -72,7 +72,8 @@ def test_metrics_equal_ir_measures_on_integer_labels() -> None:
     pool, grades, _ = _world(3, depth=30)
     z = grades_to_indicators(grades, 3)
     qrels = [
-        ir_measures.Qrel(qid, docid, int(g)) for (qid, docid), g in zip(pool.pairs, grades, strict=True)
+        ir_measures.Qrel(qid, docid, int(g))
+        for (qid, docid), g in zip(pool.pairs, grades, strict=True)
     ]
     for run in pool.ranks:
         scored = [
@@ -128,7 +129,9 @@ def test_fixed_seed_gives_exact_estimates() -> None:
     pool, grades, p = _world(2)
     labels = _labels(pool, p)
     sample, _ = draw_sample(pool, labels, 80, design="uncertainty", seed=7)
-    est = estimate_metrics(pool, dataclasses.replace(labels, human=np.where(sample.drawn, grades, -1)), sample)
+    est = estimate_metrics(
+        pool, dataclasses.replace(labels, human=np.where(sample.drawn, grades, -1)), sample
+    )
     got = {
         f"{run} {metric}": (round(e.value, 6), round(e.low, 6), round(e.high, 6))
         for (run, metric), e in est.ppi.items()
@@ -137,17 +140,19 @@ def test_fixed_seed_gives_exact_estimates() -> None:
     assert got == EXPECTED_RUN0
     diff = est.differences[("nDCG@10", "run0", "run2")]
     assert (round(diff.value, 6), round(diff.low, 6), round(diff.high, 6)) == EXPECTED_DIFF
-    assert est.reviewed == 80 and est.drawn == 80 and est.ready
+    assert est.reviewed == 80
+    assert est.drawn == 80
+    assert est.ready
 
 
 # Truth: nDCG@10 0.823, P@10 0.433, R@100 0.990 (all three inside); nDCG@10 run0 − run2:
 # 0.370 (inside). Intervals are clipped to [0, 1].
 EXPECTED_RUN0 = {
-    "run0 nDCG@10": (0.90214, 0.766607, 1.0),
-    "run0 P@10": (0.495084, 0.387801, 0.602367),
-    "run0 R@100": (1.0, 0.934488, 1.0),
+    "run0 nDCG@10": (0.86412, 0.749342, 0.978898),
+    "run0 P@10": (0.492265, 0.387382, 0.597147),
+    "run0 R@100": (0.99093, 0.920691, 1.0),
 }
-EXPECTED_DIFF = (0.452426, 0.337212, 0.56764)
+EXPECTED_DIFF = (0.409028, 0.305727, 0.512329)
 
 
 def test_sample_designs_record_inclusion_probabilities() -> None:
@@ -165,7 +170,8 @@ def test_sample_designs_record_inclusion_probabilities() -> None:
     sample, _ = draw_sample(pool, labels, 60, design="uncertainty", seed=3)
     # The judge's unsure, influential pairs are sampled at higher rates.
     rates = sorted(set(np.round(sample.inclusion()[labels.holes], 6)))
-    assert len(rates) == 4 and rates[-1] > 2 * rates[0]
+    assert len(rates) == 4
+    assert rates[-1] > 2 * rates[0]
     with pytest.raises(ValueError, match="exceeds"):
         draw_sample(pool, labels, pool.size + 1)
 
@@ -176,7 +182,9 @@ def test_known_qrels_count_as_human_labels() -> None:
     labels = _labels(pool, p, known=known.astype(np.int64))
     sample, _ = draw_sample(pool, labels, 40, design="uniform", seed=1)
     assert not np.any(sample.drawn & (known >= 0))
-    est = estimate_metrics(pool, dataclasses.replace(labels, human=np.where(sample.drawn, grades, -1)), sample)
+    est = estimate_metrics(
+        pool, dataclasses.replace(labels, human=np.where(sample.drawn, grades, -1)), sample
+    )
     assert est.ready
 
 
@@ -187,31 +195,35 @@ def test_intervals_wait_for_two_reviews_per_stratum() -> None:
     human = np.full(pool.size, -1, dtype=np.int64)
     human[order[:3]] = grades[order[:3]]
     est = estimate_metrics(pool, dataclasses.replace(labels, human=human), sample)
-    assert not est.ready and est.reviewed == 3 and not est.ppi
+    assert not est.ready
+    assert est.reviewed == 3
+    assert not est.ppi
     assert set(est.judge_only) == {(run, spec.name) for run in pool.ranks for spec in METRICS}
 
 
 def test_coverage_by_simulation() -> None:
-    """Over 60 human samples (uniform, 15% of the pool), how often the 90% intervals hold
+    """Over 40 human samples (uniform, 15% of the pool), how often the 90% intervals hold
     the true metric, on fixed seeds."""
     pool, grades, p = _world(0, queries=20, docs=60, depth=25)
     labels = _labels(pool, p)
     truth = _truth(pool, grades)
     covered = dict.fromkeys(truth, 0)
-    for seed in range(60):
+    for seed in range(40):
         sample, _ = draw_sample(pool, labels, int(0.15 * pool.size), seed=seed)
-        est = estimate_metrics(pool, dataclasses.replace(labels, human=np.where(sample.drawn, grades, -1)), sample)
+        est = estimate_metrics(
+            pool, dataclasses.replace(labels, human=np.where(sample.drawn, grades, -1)), sample
+        )
         for key, value in truth.items():
             covered[key] += est.ppi[key].low <= value <= est.ppi[key].high
     by_metric = {
         spec.name: sum(v for (_, m), v in covered.items() if m == spec.name) for spec in METRICS
     }
     assert by_metric == EXPECTED_COVERAGE
-    assert all(v >= 0.83 * 180 for v in by_metric.values())
+    assert all(v >= 0.8 * 120 for v in by_metric.values())
 
 
-EXPECTED_COVERAGE = {"nDCG@10": 152, "P@10": 155, "R@100": 151}
-"""Of 180 intervals each (3 runs × 60 samples): 84–86% at the nominal 90% in a world of
+EXPECTED_COVERAGE = {"nDCG@10": 103, "P@10": 101, "R@100": 100}
+"""Of 120 intervals each (3 runs × 40 samples): 83–86% at the nominal 90% in a world of
 ~7 human labels per query; the TREC DL figures are in docs/results/labelling.md."""
 
 
@@ -223,7 +235,7 @@ def test_run_file_errors_name_the_line(tmp_path: Path) -> None:
     path.write_text("1 Q0 d1 1 2.0 a\n1 Q0 d2 2\n")
     with pytest.raises(InvalidArgumentError, match=r"a\.trec:2: a run line is"):
         read_scored_run(path)
-    with pytest.raises(NotFoundError, match="missing.trec does not exist"):
+    with pytest.raises(NotFoundError, match=r"missing\.trec does not exist"):
         read_scored_run(tmp_path / "missing.trec")
 
 

@@ -50,40 +50,8 @@ def simulate(
                 est = estimate_metrics(pool, labels, sample, alpha=args.alpha)
                 if design == "uniform":
                     human_only[(budget, seed)] = est.human_only
-                uniform = human_only.get((budget, seed))
-                for metric in metrics:
-                    for run in runs:
-                        key = (run, metric)
-                        e = est.ppi[key]
-                        tally[f"{metric} cover"].append(e.low <= truth[key] <= e.high)
-                        tally[f"{metric} width"].append(e.high - e.low)
-                        tally[f"{metric} equivalent"].append(est.human_equivalent[key])
-                        if uniform is not None:
-                            h = uniform[key]
-                            tally[f"{metric} human width"].append(h.high - h.low)
-                            tally[f"{metric} human cover"].append(h.low <= truth[key] <= h.high)
-                    for a_index, a in enumerate(runs):
-                        for b in runs[a_index + 1 :]:
-                            d = est.differences[(metric, a, b)]
-                            true = truth[(a, metric)] - truth[(b, metric)]
-                            excludes = d.low > 0 or d.high < 0
-                            tally[f"{metric} excludes"].append(excludes)
-                            if excludes:
-                                tally[f"{metric} sign right"].append(
-                                    np.sign(d.value) == np.sign(true)
-                                )
-                            tally[f"{metric} diff cover"].append(d.low <= true <= d.high)
-                    true_scores = {run: truth[(run, metric)] for run in runs}
-                    tally[f"{metric} tau"].append(
-                        _tau({run: est.ppi[(run, metric)].value for run in runs}, true_scores)
-                    )
-                    tally[f"{metric} judge tau"].append(
-                        _tau({run: est.judge_only[(run, metric)] for run in runs}, true_scores)
-                    )
-                    if uniform is not None:
-                        tally[f"{metric} human tau"].append(
-                            _tau({run: uniform[(run, metric)].value for run in runs}, true_scores)
-                        )
+                    _ppi_python_p10(pool, base, grades, sample, truth=truth, args=args, tally=tally)
+                _tally(tally, est, human_only.get((budget, seed)), runs, truth)
                 if (seed + 1) % 20 == 0:
                     rate = (seed + 1) / (time.perf_counter() - started)
                     left = (args.samples - seed - 1) / rate
@@ -93,8 +61,89 @@ def simulate(
                         flush=True,
                     )
             for metric in metrics:
-                rows.append(_row(tally, metric, budget, n, design, est.judge_only, runs, truth))
+                rows.append(
+                    _row(
+                        tally,
+                        metric,
+                        budget=budget,
+                        n=n,
+                        design=design,
+                        judge_only=est.judge_only,
+                        runs=runs,
+                        truth=truth,
+                    )
+                )
     return {"rows": rows}
+
+
+def _tally(
+    tally: dict[str, Any],
+    est: Any,
+    uniform: Any,
+    runs: list[str],
+    truth: dict[tuple[str, str], float],
+) -> None:
+    """One sample's coverage, widths, pairwise signs and Kendall τ, added to ``tally``."""
+    for metric in sorted({name for _, name in est.ppi}):
+        for run in runs:
+            key = (run, metric)
+            e = est.ppi[key]
+            tally[f"{metric} cover"].append(e.low <= truth[key] <= e.high)
+            tally[f"{metric} width"].append(e.high - e.low)
+            tally[f"{metric} equivalent"].append(est.human_equivalent[key])
+            if uniform is not None:
+                h = uniform[key]
+                tally[f"{metric} human width"].append(h.high - h.low)
+                tally[f"{metric} human cover"].append(h.low <= truth[key] <= h.high)
+        for a_index, a in enumerate(runs):
+            for b in runs[a_index + 1 :]:
+                d = est.differences[(metric, a, b)]
+                true = truth[(a, metric)] - truth[(b, metric)]
+                excludes = d.low > 0 or d.high < 0
+                tally[f"{metric} excludes"].append(excludes)
+                if excludes:
+                    tally[f"{metric} sign right"].append(np.sign(d.value) == np.sign(true))
+                tally[f"{metric} diff cover"].append(d.low <= true <= d.high)
+        true_scores = {run: truth[(run, metric)] for run in runs}
+        tally[f"{metric} tau"].append(
+            _tau({run: est.ppi[(run, metric)].value for run in runs}, true_scores)
+        )
+        tally[f"{metric} judge tau"].append(
+            _tau({run: est.judge_only[(run, metric)] for run in runs}, true_scores)
+        )
+        if uniform is not None:
+            tally[f"{metric} human tau"].append(
+                _tau({run: uniform[(run, metric)].value for run in runs}, true_scores)
+            )
+
+
+def _ppi_python_p10(
+    pool: Any,
+    base: Any,
+    grades: NDArray[np.int64],
+    sample: Any,
+    *,
+    truth: dict[tuple[str, str], float],
+    args: argparse.Namespace,
+    tally: dict[str, Any],
+) -> None:
+    """P@10 by ``ppi_py.ppi_mean_ci`` (PPI++, power-tuned) where the package fits as is:
+    a run's P@10 is the mean relevance of its 10 × Q top slots, and a uniform sample of
+    the pool samples those slots uniformly."""
+    from ppi_py import ppi_mean_ci
+
+    relevant = (grades >= args.relevant_at).astype(np.float64)
+    for run, rank in pool.ranks.items():
+        slots = (rank >= 1) & (rank <= 10)
+        labelled = slots & sample.drawn
+        if labelled.sum() < 2:
+            continue
+        low, high = ppi_mean_ci(
+            relevant[labelled], base.judge_p[labelled], base.judge_p[slots], alpha=args.alpha
+        )
+        low, high = float(np.ravel(low)[0]), float(np.ravel(high)[0])
+        tally["P@10 ppi_py cover"].append(low <= truth[(run, "P@10")] <= high)
+        tally["P@10 ppi_py width"].append(high - low)
 
 
 def _mean(values: list[Any]) -> float | None:
@@ -104,6 +153,7 @@ def _mean(values: list[Any]) -> float | None:
 def _row(
     tally: dict[str, Any],
     metric: str,
+    *,
     budget: float,
     n: int,
     design: str,
@@ -118,7 +168,9 @@ def _row(
         "design": design,
         "metric": metric,
         "coverage": _mean(tally[f"{metric} cover"]),
-        "coverage_by_run": {run: round(float(c), 3) for run, c in zip(runs, cover.mean(0), strict=True)},
+        "coverage_by_run": {
+            run: round(float(c), 3) for run, c in zip(runs, cover.mean(0), strict=True)
+        },
         "width": _mean(tally[f"{metric} width"]),
         "human_only_width": _mean(tally[f"{metric} human width"]),
         "human_only_coverage": _mean(tally[f"{metric} human cover"]),
@@ -129,6 +181,8 @@ def _row(
         "kendall_tau": _mean(tally[f"{metric} tau"]),
         "kendall_tau_judge_only": _mean(tally[f"{metric} judge tau"]),
         "kendall_tau_human_only": _mean(tally[f"{metric} human tau"]),
+        "ppi_python_coverage": _mean(tally[f"{metric} ppi_py cover"]),
+        "ppi_python_width": _mean(tally[f"{metric} ppi_py width"]),
         "judge_only_error": round(
             float(np.mean([abs(judge_only[(r, metric)] - truth[(r, metric)]) for r in runs])), 4
         ),
@@ -163,6 +217,20 @@ def _markdown(report: dict[str, Any]) -> str:
             f"{num(row['kendall_tau'])} / {num(row['kendall_tau_judge_only'])} / "
             f"{num(row['kendall_tau_human_only'])} |"
         )
+    lines += [
+        "",
+        "P@10 by `ppi_py.ppi_mean_ci` (PPI++ as packaged; a run's top-10 slots as the "
+        "population, uniform design):",
+        "",
+        "| budget | coverage | width |",
+        "|---|---|---|",
+    ]
+    for row in report["rows"]:
+        if row["ppi_python_coverage"] is not None:
+            lines.append(
+                f"| {row['budget']:.0%} | {pct(row['ppi_python_coverage'])} | "
+                f"{num(row['ppi_python_width'])} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -187,16 +255,26 @@ def _plot(report: dict[str, Any], path: Path) -> None:
     x = np.arange(len(rows))
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=120)
     left.bar(x, [r["coverage"] for r in rows], color="C0", label="judge + humans")
-    left.plot(x, [r["human_only_coverage"] or np.nan for r in rows], "s", color="C2",
-              label="humans only (uniform)")
+    left.plot(
+        x,
+        [r["human_only_coverage"] or np.nan for r in rows],
+        "s",
+        color="C2",
+        label="humans only (uniform)",
+    )
     left.axhline(1 - report["alpha"], color="k", linestyle="--", linewidth=1, label="nominal")
     left.set_ylim(0.5, 1.0)
     left.set_ylabel("coverage of the true metric")
     left.set_xticks(x, labels, fontsize=7)
     left.legend(fontsize=8, loc="lower right")
     right.bar(x - 0.2, [r["width"] for r in rows], width=0.4, color="C0", label="judge + humans")
-    right.bar(x + 0.2, [r["human_only_width"] or 0 for r in rows], width=0.4, color="C2",
-              label="humans only, same budget")
+    right.bar(
+        x + 0.2,
+        [r["human_only_width"] or 0 for r in rows],
+        width=0.4,
+        color="C2",
+        label="humans only, same budget",
+    )
     right.set_ylabel("mean interval width")
     right.set_xticks(x, labels, fontsize=7)
     right.legend(fontsize=8)

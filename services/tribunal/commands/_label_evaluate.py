@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core import FailedPreconditionError, InvalidArgumentError, load_settings
+from ..core import FailedPreconditionError, InvalidArgumentError
 
 __all__ = ["register"]
 
@@ -120,9 +120,7 @@ def run(args: argparse.Namespace) -> int:
     pool = RunPool.build(runs, depth=args.depth, known=known)
     levels = max([args.relevant_at, *known.values()])
     source = {
-        "runs": {
-            name: {"path": str(paths[name]), "sha256": _sha256(paths[name])} for name in runs
-        },
+        "runs": {name: {"path": str(paths[name]), "sha256": _sha256(paths[name])} for name in runs},
         "qrels": {"path": str(args.qrels), "sha256": _sha256(args.qrels)} if args.qrels else None,
         "depth": args.depth,
     }
@@ -164,7 +162,9 @@ def run(args: argparse.Namespace) -> int:
         )
         if counts.pending:
             _judge(args, settings, store)
-        return _estimate_loop(args, store, pool, known, metrics, evaluation)
+        return _estimate_loop(
+            args, store, pool=pool, known=known, metrics=metrics, evaluation=evaluation
+        )
     finally:
         store.close()
 
@@ -185,9 +185,7 @@ def _job_exists(store: Any, job: str) -> bool:
     return True
 
 
-def _check_same(
-    store: Any, job: str, source: dict[str, Any], evaluation: dict[str, Any]
-) -> None:
+def _check_same(store: Any, job: str, source: dict[str, Any], evaluation: dict[str, Any]) -> None:
     info = store.job(job)
     recorded = info.source.get("evaluation")
     if recorded is None:
@@ -214,6 +212,7 @@ def _judge(args: argparse.Namespace, settings: Any, store: Any) -> None:
 def _estimate_loop(
     args: argparse.Namespace,
     store: Any,
+    *,
     pool: Any,
     known: Any,
     metrics: list[Any],

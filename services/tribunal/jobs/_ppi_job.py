@@ -123,9 +123,7 @@ def queue_sample(
 ) -> HumanSample:
     """Draw the job's human sample (the same on every call) and queue each drawn hole for
     review once, in the sample's random order; returns the sample."""
-    sample, order = draw_sample(
-        pool, labels, budget, design=design, seed=seed, metrics=metrics
-    )
+    sample, order = draw_sample(pool, labels, budget, design=design, seed=seed, metrics=metrics)
     inclusion = sample.inclusion()
     sizes = sample.sizes
     queued = {

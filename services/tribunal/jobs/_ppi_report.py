@@ -33,9 +33,7 @@ def _interval(value: float, low: float, high: float) -> str:
     return f"{value:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def estimates_markdown(
-    estimates: EvaluationEstimates, metrics: Sequence[MetricSpec]
-) -> str:
+def estimates_markdown(estimates: EvaluationEstimates, metrics: Sequence[MetricSpec]) -> str:
     level = f"{1 - estimates.alpha:.0%}"
     lines = [
         f"Human labels: {estimates.reviewed} of {estimates.drawn} sampled holes reviewed.",
@@ -77,8 +75,11 @@ def estimates_markdown(
         lines.append(
             f"| {name} | {a} | {b} | {_interval(diff.value, diff.low, diff.high)} | {says} |"
         )
-    lines += ["", "| metric | Kendall τ: judge+humans vs judge only | vs humans only |",
-              "|---|---|---|"]
+    lines += [
+        "",
+        "| metric | Kendall τ: judge+humans vs judge only | vs humans only |",
+        "|---|---|---|",
+    ]
     for spec in metrics:
         ranks = rankings(estimates, spec.name)
         lines.append(
@@ -100,7 +101,10 @@ def write_estimates_plot(
 
     runs = sorted({run for run, _ in estimates.judge_only})
     figure, axes = plt.subplots(
-        1, len(metrics), figsize=(4.2 * len(metrics), 0.5 * len(runs) + 2.2), dpi=120,
+        1,
+        len(metrics),
+        figsize=(4.2 * len(metrics), 0.5 * len(runs) + 2.2),
+        dpi=120,
         squeeze=False,
     )
     for axis, spec in zip(axes[0], metrics, strict=True):
@@ -109,17 +113,28 @@ def write_estimates_plot(
             if key in estimates.ppi:
                 est, human = estimates.ppi[key], estimates.human_only[key]
                 axis.errorbar(
-                    [est.value], [row + 0.12],
+                    [est.value],
+                    [row + 0.12],
                     xerr=[[est.value - est.low], [est.high - est.value]],
-                    fmt="o", color="C0", capsize=3, label="judge + humans" if row == 0 else None,
+                    fmt="o",
+                    color="C0",
+                    capsize=3,
+                    label="judge + humans" if row == 0 else None,
                 )
                 axis.errorbar(
-                    [human.value], [row - 0.12],
+                    [human.value],
+                    [row - 0.12],
                     xerr=[[human.value - human.low], [human.high - human.value]],
-                    fmt="s", color="C2", capsize=3, label="humans only" if row == 0 else None,
+                    fmt="s",
+                    color="C2",
+                    capsize=3,
+                    label="humans only" if row == 0 else None,
                 )
             axis.plot(
-                [estimates.judge_only[key]], [row], "x", color="C3",
+                [estimates.judge_only[key]],
+                [row],
+                "x",
+                color="C3",
                 label="judge only" if row == 0 else None,
             )
         axis.set_yticks(range(len(runs)), runs)

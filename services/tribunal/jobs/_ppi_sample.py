@@ -46,7 +46,8 @@ def uncertainty_scores(
 ) -> Floats:
     """‖∇_i M‖ · √(p(1 − p)) per pair (0 for known pairs), floored at
     ``SCORE_FLOOR`` × the holes' mean."""
-    p = np.nan_to_num(labels.judge_p, nan=0.0)
+    # A hole the judge did not label is as uncertain as can be: p = 1/2.
+    p = np.nan_to_num(labels.judge_p, nan=0.5)
     soft = labels.judge_indicators()
     holes = labels.holes
     # The judge's expected label where it is unsure: P for every grade up to relevant_at.
