@@ -47,7 +47,9 @@ def simulate(
             for seed in range(args.samples):
                 sample, _ = draw_sample(pool, base, n, design=design, seed=seed)
                 labels = dataclasses.replace(base, human=np.where(sample.drawn, grades, -1))
-                est = estimate_metrics(pool, labels, sample, alpha=args.alpha)
+                est = estimate_metrics(
+                    pool, labels, sample, alpha=args.alpha, human_only=design == "uniform"
+                )
                 if design == "uniform":
                     human_only[(budget, seed)] = est.human_only
                     _ppi_python_p10(pool, base, grades, sample, truth=truth, args=args, tally=tally)
@@ -90,7 +92,8 @@ def _tally(
             e = est.ppi[key]
             tally[f"{metric} cover"].append(e.low <= truth[key] <= e.high)
             tally[f"{metric} width"].append(e.high - e.low)
-            tally[f"{metric} equivalent"].append(est.human_equivalent[key])
+            if key in est.human_equivalent:
+                tally[f"{metric} equivalent"].append(est.human_equivalent[key])
             if uniform is not None:
                 h = uniform[key]
                 tally[f"{metric} human width"].append(h.high - h.low)

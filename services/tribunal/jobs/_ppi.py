@@ -65,7 +65,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from ._ppi_model import FOLDS, Design, cross_fitted, fold_fits, model_bins, rank_buckets
+from ._ppi_model import (
+    FOLDS,
+    Design,
+    cross_fitted,
+    fold_fits,
+    label_model,
+    model_bins,
+    rank_buckets,
+)
 from ._ppi_pool import METRICS, Floats, MetricSpec, RunPool, metric_values
 from ._ppi_types import (
     Estimate,
@@ -94,6 +102,7 @@ def estimate_metrics(
     metrics: Sequence[MetricSpec] = METRICS,
     alpha: float = 0.1,
     folds: int = FOLDS,
+    human_only: bool = True,
 ) -> EvaluationEstimates:
     """Every run's metrics with (1 − α) intervals, and every pair of runs' differences.
 
@@ -101,7 +110,8 @@ def estimate_metrics(
     left out: the reviewed ones of a stratum are a simple random sample of it).
     ``folds`` > 1 cross-fits the label model (each fold's residuals corrected by a model
     fitted on the other folds): no reuse of the residuals it corrects, at the price of
-    fitting on fewer labels and ``folds`` times the work.
+    fitting on fewer labels and ``folds`` times the work. ``human_only`` False skips the
+    humans-only estimates (and the labels a humans-only estimate would need).
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError("alpha must be in (0, 1)")
@@ -127,12 +137,26 @@ def estimate_metrics(
     fits = fold_fits(design, labels, folds)
     buckets = rank_buckets(pool)
     bins = model_bins(len(design.index), len(fits))
+    # One label model per fold and estimator, shared by every run and metric. Humans
+    # only: one bin, no ranks — the judge and the runs play no part.
+    models = {
+        name: [
+            label_model(
+                labels,
+                fold.fit,
+                truth,
+                bins=bins if name == "ppi" else 1,
+                buckets=(buckets if name == "ppi" else None),
+            )
+            for fold in fits
+        ]
+        for name in (("ppi", "human") if human_only else ("ppi",))
+    }
     for spec in metrics:
         rectifiers: dict[str, Floats] = {}
         raw: dict[str, float] = {}
         for run in runs:
-            for name in ("ppi", "human"):
-                # Humans only: one bin, no ranks — the judge and the runs play no part.
+            for name, fitted in models.items():
                 est, d = cross_fitted(
                     pool,
                     run,
@@ -141,8 +165,7 @@ def estimate_metrics(
                     truth=truth,
                     design=design,
                     folds=fits,
-                    bins=bins if name == "ppi" else 1,
-                    buckets=buckets if name == "ppi" else None,
+                    models=fitted,
                 )
                 estimate = _interval(est, design.total_and_variance(d)[1], z, bound=(0.0, 1.0))
                 if name == "ppi":

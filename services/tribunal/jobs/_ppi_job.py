@@ -85,19 +85,22 @@ def pool_labels(
         if i is None or known_grades[i] >= 0:
             continue
         result = entry.result
-        if result is None or result.label is None or result.p_relevant is None:
+        if result is None:
             continue
         labelled[i] = True
-        judge_p[i] = result.p_relevant
-        judge_label[i] = result.label
+        if result.label is not None and result.p_relevant is not None:
+            judge_p[i] = result.p_relevant
+            judge_label[i] = result.label
+        # else: the judge refused the pair (FAILED, its reason in the job's outputs): no
+        # judge label; the estimator predicts it from the runs' ranks and the sample.
         if entry.human_label is not None:
             human[i] = entry.human_label * relevant_at
     holes = known_grades < 0
     missing = int(np.sum(holes & ~labelled))
     if missing:
         raise FailedPreconditionError(
-            f"job {job!r}: {missing} pooled pair(s) have no judge label yet (pending or "
-            "failed); run the command again to label them"
+            f"job {job!r}: {missing} pooled pair(s) are not labelled yet; run the command "
+            "again to label them"
         )
     return PoolLabels(
         known=known_grades,
@@ -123,7 +126,11 @@ def queue_sample(
 ) -> HumanSample:
     """Draw the job's human sample (the same on every call) and queue each drawn hole for
     review once, in the sample's random order; returns the sample."""
-    sample, order = draw_sample(pool, labels, budget, design=design, seed=seed, metrics=metrics)
+    try:
+        sample, order = draw_sample(pool, labels, budget, design=design, seed=seed, metrics=metrics)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"job {job!r}: {exc}", field="budget") from None
+
     inclusion = sample.inclusion()
     sizes = sample.sizes
     queued = {

@@ -264,13 +264,13 @@ def cross_fitted(
     truth: Floats,
     design: Design,
     folds: list[Fold],
-    bins: int,
-    buckets: NDArray[np.intp] | None,
+    models: list[LabelModel],
 ) -> tuple[float, Floats]:
     """The cross-fitted one-step estimate and each reviewed hole's linearised residual.
 
-    Fold f: a model fitted on the other folds gives the point (their reviews as labels,
-    every other hole its shifted prediction) and the calibrated predictions;
+    Fold f: ``models[f]``, fitted on the other folds (:func:`label_model`), gives the
+    point (their reviews as labels, every other hole its shifted prediction) and the
+    calibrated predictions;
     M(point) + ∇M(point) · (T̂_f − T(point)), T̂_f the GREG totals of the holes the other
     folds leave, corrected by fold f's reviews (each standing for N'_h / m_{h,f} holes).
     The estimate is the folds' mean; the residuals d_i = ∇_i · (z_i − ẑ_i) give the
@@ -279,8 +279,7 @@ def cross_fitted(
     d = np.zeros(len(design.index))
     total = 0.0
     parameters = 0
-    for fold in folds:
-        model = label_model(labels, fold.fit, truth, bins=bins, buckets=buckets)
+    for fold, model in zip(folds, models, strict=True):
         parameters = max(parameters, model.parameters)
         values, gradient = metric_gradients(
             pool, run, model.point, spec, relevant_at=labels.relevant_at

@@ -149,9 +149,11 @@ class RunPool:
 
     def query_sums(self, values: Floats) -> Floats:
         """Per-query sums of ``values`` (pairs × columns) → queries × columns."""
-        out = np.zeros((len(self.queries), values.shape[1]))
-        np.add.at(out, self.query_of, values)
-        return out
+        queries = len(self.queries)
+        return np.stack(
+            [np.bincount(self.query_of, weights=column, minlength=queries) for column in values.T],
+            axis=1,
+        )
 
 
 def _run_totals(
