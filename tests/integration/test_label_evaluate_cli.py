@@ -121,9 +121,8 @@ def test_evaluate_runs_then_tighten_with_reviews(tmp_path: Path) -> None:
         votes = export_votes(store.db, job="ev")
     finally:
         store.close()
-    assert len(votes) == 6(tmp_path / "votes.jsonl").write_text(
-        "".join(json.dumps(v) + "\n" for v in votes)
-    )
+    assert len(votes) == 6
+    (tmp_path / "votes.jsonl").write_text("".join(json.dumps(v) + "\n" for v in votes))
     merged = _cli(
         env, "aggregate", "--votes", str(tmp_path / "votes.jsonl"), "--method", "majority",
         "--job", "ev", "--out", str(tmp_path / "agg"),

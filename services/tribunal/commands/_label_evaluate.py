@@ -45,9 +45,10 @@ def register(actions: argparse._SubParsersAction) -> None:  # type: ignore[type-
     parser.add_argument(
         "--design",
         choices=_DESIGNS,
-        default="uncertainty",
-        help="uniform, or stratified by the judge's uncertainty and the pair's weight in "
-        "the metrics (active inference; recorded inclusion probabilities)",
+        default="uniform",
+        help="uniform (default), or stratified by the judge's uncertainty and the pair's "
+        "weight in the metrics (active inference; recorded inclusion probabilities): "
+        "narrower, but its nDCG intervals under-covered on TREC DL 2019",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the human sample")
     parser.add_argument("--alpha", type=float, default=0.1, help="1 − confidence level")
