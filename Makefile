@@ -4,55 +4,78 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PROFILE ?= tiny
+# The COVID-QA data the demo reads (FAQ + real users' paraphrases); DATA=DIR elsewhere.
+DATA ?= ../shared/data/covid-qa
 # Ray writes logs under its temp dir; keep them in the build area.
 export RAY_TMPDIR ?= $(CURDIR)/.build/ray
-# llama-cpp-python compiles llama.cpp from source (~6-10 min on 2 cores; pip caches the
-# wheel). Not -march=native: these VMs advertise AMX but fault on its first tile
-# instruction (SIGSEGV in ggml_backend_amx_mul_mat), so build for AVX2 explicitly.
+# llama-cpp-python (the llamacpp extra: `make llm`, and the dev set) compiles llama.cpp
+# from source (~6-10 min on 2 cores; pip caches the wheel). Not -march=native: these VMs
+# advertise AMX but fault on its first tile instruction (SIGSEGV in
+# ggml_backend_amx_mul_mat), so build for AVX2 explicitly.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
 .DEFAULT_GOAL := help
-.PHONY: help install models demo test test-all test-fast fuzz lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests browser
+.PHONY: help install models demo-models llm demo test test-all test-fast fuzz lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests browser
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-# dev pulls every extra a checkout needs: cpu (FAISS), llamacpp, review, k8s, analysis
-# and the lab (tribunal-lab).
-$(BIN)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[dev]'
+# Two install sets, each with its own stamp, so neither reinstalls what the other did:
+# the runtime (what `make demo` runs: Tribunal and FAISS for the CPU, no compiler, no
+# dev tools), and on top of it the dev set (`make install`, `make test`): every extra
+# (llamacpp, review, k8s, analysis), the lab and the test and lint tools. --no-compile:
+# Python compiles what it imports when it first imports it, not all of torch and Ray now.
+$(BIN)/.installed-runtime: pyproject.toml
+	@echo "== [install] .venv with Tribunal's runtime and FAISS for the CPU"
+	@started=$$(date +%s); \
+	  $(PYTHON) -m venv $(VENV) && \
+	  $(BIN)/pip install --quiet --upgrade pip && \
+	  $(BIN)/pip install --progress-bar off --no-compile -e '.[cpu]' && \
+	  echo "== [install] runtime done in $$(( $$(date +%s) - started )) s"
 	touch $@
 
-install: $(BIN)/.installed ## create .venv and install Tribunal, its lab and dev tools
+$(BIN)/.installed-dev: $(BIN)/.installed-runtime pyproject.toml
+	@echo "== [install] the dev set: every extra, the lab, test and lint tools (llama.cpp compiles once)"
+	@started=$$(date +%s); \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off --no-compile -e '.[dev]' && \
+	  echo "== [install] dev set done in $$(( $$(date +%s) - started )) s"
+	touch $@
 
-models: install ## install the profile's offline model weights (PROFILE=tiny), verified by sha256
+install: $(BIN)/.installed-dev ## create .venv and install Tribunal, its lab and dev tools
+
+models: $(BIN)/.installed-runtime ## every non-optional model weight of the profile (PROFILE=tiny), the LLMs included, sha256-checked
+	$(BIN)/tribunal models install --profile $(PROFILE) --with-llms
+
+demo-models: $(BIN)/.installed-runtime
 	$(BIN)/tribunal models install --profile $(PROFILE)
 
-demo: models ## the main job: install, fetch the models, build the COVID FAQ KB, start the stack, answer
-	$(BIN)/tribunal models list --profile $(PROFILE)
-	$(BIN)/tribunal demo --profile $(PROFILE)
+llm: $(BIN)/.installed-runtime ## the LLM stages' extras: llama.cpp backend (compiled) and the LLM weights
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off --no-compile -e '.[llamacpp]'
+	$(BIN)/tribunal models install --profile $(PROFILE) --with-llms
 
-test: models browser ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1)
+demo: demo-models ## the main job: install the runtime and the models it uses, build the COVID FAQ KB, answer
+	$(BIN)/tribunal demo --profile $(PROFILE) --data $(DATA)
+
+test: install models ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1; no sudo)
 	$(BIN)/pytest -q -m "not extended" --durations=25
 
-test-all: models browser ## every test, including the `extended` ones CI covers more broadly
+test-all: install models ## every test, including the `extended` ones CI covers more broadly
 	$(BIN)/pytest -q
 
-test-fast: install browser ## tests that need no model weights
+test-fast: install ## tests that need no model weights
 	$(BIN)/pytest -q -m "not models"
 
 # Every RPC of every service, fuzzed (the same test `make test` runs with 200 requests).
 FUZZ_N ?= 1000
 FUZZ_SEED ?= 20261201
-fuzz: models ## fuzz every RPC of every service: FUZZ_N requests each (default 1000), figures in .build/fuzz/report.json
+fuzz: install models ## fuzz every RPC of every service: FUZZ_N requests each (default 1000), figures in .build/fuzz/report.json
 	FUZZ_N=$(FUZZ_N) FUZZ_SEED=$(FUZZ_SEED) FUZZ_REPORT=.build/fuzz/report.json \
 	  $(BIN)/pytest -q -s -m fuzz tests/integration/test_fuzz.py
 
 # The review page's browser test drives Debian's chromium through Playwright
-# (executable_path): never `playwright install`, which downloads its own build.
-browser: ## Debian's chromium for the review page's browser test (apt, once)
+# (executable_path): never `playwright install`, which downloads its own build. The test
+# skips, saying so, where chromium is absent; CI (.ci/run) installs it.
+browser: ## Debian's chromium for the review page's browser test (apt, once; may ask for sudo)
 	@command -v chromium >/dev/null || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y --no-install-recommends chromium; }

@@ -44,11 +44,11 @@ from typing import Any
 import grpc
 from tribunal.commands.demo import _in_process_settings, _ingest, _questions
 from tribunal.core import Settings
+from tribunal.embedding import load_profile_embedder, shared_profile_embedder
 from tribunal.gateway import StageTransport, call_stage
 from tribunal.gateway._answer import _candidate_signals
 from tribunal.gateway._wiring import serve_stages
 from tribunal.gateway.servicer import build_host
-from tribunal.retrieval import load_profile_embedder, shared_profile_embedder
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2,

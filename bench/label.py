@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from tribunal.core import Settings, load_settings
+from tribunal.embedding import load_profile_embedder
 from tribunal.ensemble import RelevanceArtifact, relevance_artifact_path
 from tribunal.jobs import JobStore, LabelItem, PipelineLabeller, read_jsonl, run_job
-from tribunal.retrieval import load_profile_embedder
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 BATCH = 64

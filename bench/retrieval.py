@@ -42,8 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import grpc
 from tribunal.core import Settings, load_settings
-from tribunal.retrieval import DenseIndex, KnowledgeBase, SearchMode, SearchQuery, read_entries
-from tribunal.retrieval import load_profile_embedder as load_embedder
+from tribunal.embedding import load_profile_embedder as load_embedder
+from tribunal.kb import read_entries
+from tribunal.retrieval import DenseIndex, KnowledgeBase, SearchMode, SearchQuery
 from tribunal.retrieval.servicer import RetrievalServicer, _RetrievalHost
 from tribunal.v1 import retrieval_pb2, retrieval_pb2_grpc
 from tribunal_lab.evaluation.retrieval import COLLECTION

@@ -34,7 +34,9 @@ from typing import Any
 
 from tribunal.core import Settings, load_settings
 from tribunal.core.storage import Database
-from tribunal.retrieval import KnowledgeBase, VerificationVerdict, answer_sha256, checker_version
+from tribunal.entailment import checker_version
+from tribunal.kb import answer_sha256
+from tribunal.retrieval import KnowledgeBase, VerificationVerdict
 
 from ._grpc import GatewayClient
 from ._report import plot, summarize
@@ -125,7 +127,7 @@ def build_kb(data_dir: Path, faq: Path, *, stale_share: float, seed: int) -> dic
 
 def queries(pairs: Path, faq_ids: set[str], count: int, seed: int) -> list[str]:
     """Real user paraphrases of FAQ questions (a seeded sample) and off-topic questions."""
-    from tribunal.retrieval import entry_from_record
+    from tribunal.kb import entry_from_record
 
     rows = [json.loads(line) for line in pairs.read_text().splitlines() if line.strip()]
     asked = []

@@ -96,7 +96,8 @@ def fit_synthetic_calibrator(
 
 def ingest_faq(settings: Settings, faq: Path, collection: str) -> int:
     """The FAQ knowledge base into ``collection`` (under ``settings.data_dir``)."""
-    from tribunal.retrieval import KnowledgeBase, deduplicate, read_entries
+    from tribunal.kb import deduplicate, read_entries
+    from tribunal.retrieval import KnowledgeBase
 
     kb = KnowledgeBase.from_settings(settings)
     try:

@@ -21,7 +21,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from tribunal.retrieval import KbEntry, chunk_text, entry_from_record, split_sentences
+from tribunal.core import split_sentences
+from tribunal.kb import KbEntry, chunk_text, entry_from_record
 
 __all__ = ["LEXICAL_CHECKER", "verified_faq_entries"]
 

@@ -30,8 +30,8 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 from tribunal.core import load_embedder, load_settings
+from tribunal.embedding import load_profile_embedder
 from tribunal.ensemble import match_feature_values, read_items
-from tribunal.retrieval import load_profile_embedder
 from tribunal_lab._paths import data_root
 from tribunal_lab.datasets.matching import build_items
 from tribunal_lab.evaluation._matching_table import grouped_stratified_split

@@ -107,7 +107,7 @@ def query_likelihood(args: argparse.Namespace) -> None:
 
 
 def pool_normalised(args: argparse.Namespace) -> None:
-    from tribunal.retrieval import load_profile_embedder
+    from tribunal.embedding import load_profile_embedder
 
     rows = list(read_jsonl(DATA / "trec-dl-2019" / "dl19_judged_pairs.jsonl"))
     embedder = load_profile_embedder(load_settings("tiny"), args.model)

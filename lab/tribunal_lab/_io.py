@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from tribunal.core import jsonl_rows
 
 __all__ = ["read_jsonl"]
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """The records of a JSONL file, blank lines skipped."""
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
+    for row in jsonl_rows(path):
+        yield row.value

@@ -12,6 +12,7 @@ from tribunal.cli import run
 from .commands import crowdrag as crowdrag_commands
 from .commands import dataset as dataset_commands
 from .commands import evaluate as eval_commands
+from .commands import live_audit as live_audit_commands
 
 __all__ = ["build_parser", "main"]
 
@@ -30,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for area in (eval_commands, dataset_commands, crowdrag_commands):
+    for area in (eval_commands, dataset_commands, crowdrag_commands, live_audit_commands):
         area.register(sub)
     return parser
 

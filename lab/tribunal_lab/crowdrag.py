@@ -22,7 +22,6 @@ explain where we differ (docs/results/, label aggregation).
 from __future__ import annotations
 
 import gzip
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
-from tribunal.core import InvalidArgumentError
+from tribunal.core import InvalidArgumentError, parse_jsonl
 from tribunal.jobs._aggregate import AggregationResult, aggregate, agreement
 
 __all__ = [
@@ -132,11 +131,8 @@ def read_crowdrag(path: str | Path) -> CrowdRagRatings:
     pairs: list[dict[str, Any]] = []
     votes: list[tuple[str, str, str, str, float]] = []
     gold: list[dict[str, Any]] = []
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
+    with opener(path, "rb") as handle:
+        for where, _, row in parse_jsonl(handle, str(path), field="data"):
             try:
                 task = f"{row['response_a']}_{row['response_b']}"
                 pairs.append(
@@ -154,8 +150,7 @@ def read_crowdrag(path: str | Path) -> CrowdRagRatings:
                     spams = row[f"{dim}_spam_probability"]
                     if not len(labels) == len(spams) == len(workers):
                         raise InvalidArgumentError(
-                            f"{path}:{number}: {dim} has {len(labels)} votes for "
-                            f"{len(workers)} workers"
+                            f"{where}: {dim} has {len(labels)} votes for {len(workers)} workers"
                         )
                     votes.extend(
                         (task, w, dim, str(v).lower(), float(s))
@@ -171,8 +166,7 @@ def read_crowdrag(path: str | Path) -> CrowdRagRatings:
                     )
             except KeyError as exc:
                 raise InvalidArgumentError(
-                    f"{path}:{number}: missing field {exc.args[0]!r}; is this the "
-                    "CrowdRAG-25 ratings file?"
+                    f"{where}: missing field {exc.args[0]!r}; is this the CrowdRAG-25 ratings file?"
                 ) from exc
     frame = pd.DataFrame(votes, columns=["task", "worker", "dimension", "label", "spam"])
     if pairs and len({p["task"] for p in pairs}) != len(pairs):

@@ -21,7 +21,8 @@ from .commands import models as models_commands
 from .commands import ops as ops_commands
 from .commands import review as review_commands
 from .commands import serve as serve_commands
-from .core import TribunalError, configure_logging
+from .commands import tune as tune_commands
+from .core import TribunalError, configure_logging, quiet_third_party
 
 __all__ = ["build_parser", "main"]
 
@@ -36,11 +37,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-format", choices=("json", "text"), default="text", help="log line format"
     )
     parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show the model libraries' warnings and progress bars (hidden by default)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for area in (models_commands, config_commands, serve_commands, kb_commands):
         area.register(sub)
     confidence_commands.register(sub)
     calibrate_commands.register(sub)
+    tune_commands.register(sub)
     audit_commands.register(sub)
     demo_commands.register(sub)
     ask_commands.register(sub)
@@ -56,6 +63,8 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None, prog: str) 
     """Parse, configure logging, run the chosen command; known errors without a traceback."""
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_format)
+    if not (getattr(args, "verbose", False) or str(args.log_level).upper() == "DEBUG"):
+        quiet_third_party()
     try:
         return int(args.func(args))
     except TribunalError as exc:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -38,11 +38,12 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tribunal.core import Settings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
-from tribunal.debate import DreamDebate
+from tribunal.debate._debate import DreamDebate
 from tribunal.debate.servicer import SERVICE_NAME as DEBATE_SERVICE
 from tribunal.debate.servicer import DebateServicer
-from tribunal.ensemble import RelevanceArtifact, RelevanceFeature
-from tribunal.retrieval.servicer import entry_to_proto
+from tribunal.ensemble import RelevanceArtifact
+from tribunal.ensemble._relevance import RelevanceFeature
+from tribunal.kb import entry_to_proto
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2,
@@ -196,6 +197,11 @@ def _debate_host(settings: Settings) -> ServiceHost:
 
 
 def stack_settings(root: Path) -> Settings:
+    return load_settings("tiny", **stack_overrides(root))
+
+
+def stack_overrides(root: Path) -> dict[str, Any]:
+    """The fuzzed services' settings over the tiny profile (writes the relevance artifact)."""
     relevance = root / "relevance.json"
     RelevanceArtifact(
         version="fuzz-cosine",
@@ -207,24 +213,23 @@ def stack_settings(root: Path) -> Settings:
         band_high=0.7,
         fitted_on={"data": "chosen for the fuzzer", "n": 0},
     ).save(relevance)
-    return load_settings(
-        "tiny",
-        data_dir=str(root / "data"),
-        database_url=f"sqlite:///{root}/audit.db",
-        llm_backend="llamacpp",
-        llm={"n_threads": 1},
-        server={
+    return {
+        "data_dir": str(root / "data"),
+        "database_url": f"sqlite:///{root}/audit.db",
+        "llm_backend": "llamacpp",
+        "llm": {"n_threads": 1},
+        "server": {
             "port": 0,
             "metrics_port": None,
             "grace_seconds": 0.5,
             "max_ongoing_requests": 4,
             "max_queued_requests": 8,
         },
-        retrieval={"verifier": "none", "rerank_enabled": False},
-        entailment={"fast_backend": "lexical", "two_stage": False},
-        ensemble={"matcher": "features", "relevance_artifact": str(relevance)},
-        gateway={"label_mode": "judge", "deadline_s": 15.0},
-    )
+        "retrieval": {"verifier": "none", "rerank_enabled": False},
+        "entailment": {"fast_backend": "lexical", "two_stage": False},
+        "ensemble": {"matcher": "features", "relevance_artifact": str(relevance)},
+        "gateway": {"label_mode": "judge", "deadline_s": 15.0},
+    }
 
 
 class Stack:
@@ -303,6 +308,10 @@ class Stack:
         name = next(k for k, v in SERVICE_OF.items() if v == rpc.service)
         return self.channels[name]
 
+    def metadata_for(self, rpc: Rpc) -> tuple[tuple[str, str], ...]:
+        """Metadata every call of ``rpc`` carries (none: each service has its own port)."""
+        return ()
+
     def drain(self, timeout_s: float = 300.0) -> float:
         """Wait until no service has a call at work or queued; returns the seconds it took
         (calls the gateway made for clients that have gone end at their own deadlines)."""
@@ -337,7 +346,11 @@ def _identity(data: bytes) -> bytes:
 
 
 def call(
-    channel: grpc.Channel, rpc: Rpc, request: Message | bytes, timeout: float
+    channel: grpc.Channel,
+    rpc: Rpc,
+    request: Message | bytes,
+    timeout: float,
+    metadata: tuple[tuple[str, str], ...] = (),
 ) -> tuple[str, float]:
     """(status code name, seconds) of one call; bytes are sent as they are."""
     serialize = _identity if isinstance(request, bytes) else type(request).SerializeToString
@@ -347,13 +360,13 @@ def call(
             stream = channel.unary_stream(
                 rpc.path, request_serializer=serialize, response_deserializer=_identity
             )
-            for _ in stream(request, timeout=timeout):
+            for _ in stream(request, timeout=timeout, metadata=metadata):
                 pass
         else:
             unary = channel.unary_unary(
                 rpc.path, request_serializer=serialize, response_deserializer=_identity
             )
-            unary(request, timeout=timeout)
+            unary(request, timeout=timeout, metadata=metadata)
         code = "OK"
     except grpc.RpcError as exc:
         code = exc.code().name  # type: ignore[attr-defined]
@@ -570,7 +583,18 @@ class FuzzResult:
         }
 
 
-def fuzz_rpc(stack: Stack, rpc: Rpc, count: int, *, seed: int, clients: int = 4) -> FuzzResult:
+class FuzzTarget(Protocol):
+    """What :func:`fuzz_rpc` sends to: this module's :class:`Stack`, or the same services
+    behind Serve's gRPC proxy (``_fuzz_serve.ServeStack``)."""
+
+    settings: Settings
+
+    def channel_for(self, rpc: Rpc) -> grpc.Channel: ...
+
+    def metadata_for(self, rpc: Rpc) -> tuple[tuple[str, str], ...]: ...
+
+
+def fuzz_rpc(stack: FuzzTarget, rpc: Rpc, count: int, *, seed: int, clients: int = 4) -> FuzzResult:
     """``count`` requests to ``rpc`` (the kinds in turn), ``clients`` at a time."""
     rng = random.Random(f"{seed}:{rpc.path}")
     requests = []
@@ -580,11 +604,12 @@ def fuzz_rpc(stack: Stack, rpc: Rpc, count: int, *, seed: int, clients: int = 4)
         requests.append((kind, request, timeout))
     result = FuzzResult(f"{rpc.service}.{rpc.method}")
     channel = stack.channel_for(rpc)
+    metadata = stack.metadata_for(rpc)
     started = time.perf_counter()
 
     def send(job: tuple[str, Message | bytes, float]) -> tuple[str, str, float, float]:
         kind, request, timeout = job
-        code, seconds = call(channel, rpc, request, timeout)
+        code, seconds = call(channel, rpc, request, timeout, metadata)
         return kind, code, seconds, timeout
 
     with ThreadPoolExecutor(max_workers=clients) as pool:

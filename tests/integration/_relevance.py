@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tribunal.ensemble import RelevanceArtifact, RelevanceFeature
+from tribunal.ensemble import RelevanceArtifact
+from tribunal.ensemble._relevance import RelevanceFeature
 
 TINY_FEATURES = (
     RelevanceFeature("llm_tiny/yesno", "llm_p_yes", "llm_tiny", "relevance/yesno@1"),

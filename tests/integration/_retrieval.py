@@ -16,14 +16,10 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 from tribunal.core import RetrievalSettings, load_settings
-from tribunal.retrieval import (
-    Chunk,
-    KbEntry,
-    KnowledgeBase,
-    SentenceTransformerEmbedder,
-    WrappingEmbedder,
-    load_profile_embedder,
-)
+from tribunal.embedding import load_profile_embedder
+from tribunal.embedding._embedding import SentenceTransformerEmbedder, WrappingEmbedder
+from tribunal.kb import Chunk, KbEntry
+from tribunal.retrieval import KnowledgeBase
 
 COLLECTION = "faq"
 

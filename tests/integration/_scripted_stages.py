@@ -24,16 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from tribunal.confidence import (
-    CalibratorArtifact,
-    ConfidenceScorer,
-    FeatureSpace,
-    TemperatureCalibrator,
-)
+from tribunal.confidence import CalibratorArtifact, ConfidenceScorer
+from tribunal.confidence._calibrators import TemperatureCalibrator
+from tribunal.confidence._features import FeatureSpace
 from tribunal.confidence.servicer import ConfidenceServicer
 from tribunal.core import ServerSettings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
-from tribunal.retrieval import answer_sha256, checker_version
+from tribunal.entailment import checker_version
+from tribunal.kb import answer_sha256
 from tribunal.v1 import (
     common_pb2,
     confidence_pb2_grpc,
@@ -63,15 +61,17 @@ CHECKER_VERSION = checker_version(load_settings("tiny"))
 PLAIN_THRESHOLD = 0.5
 
 
-def identity_calibrator(path: Path) -> Path:
-    """A temperature calibrator with T = 1 on P(match): confidence = P(match)."""
+def identity_calibrator(path: Path, note: str = "") -> Path:
+    """A temperature calibrator with T = 1 on P(match): confidence = P(match). ``note``
+    goes into its config: another note, another artifact version."""
     calibrator = TemperatureCalibrator(score="ensemble_p_match")
     calibrator.space_ = FeatureSpace(("ensemble_p_match",), (0.5,), ("strong",), ())
     calibrator.temperature_ = 1.0
     artifact = CalibratorArtifact(
         calibrator=calibrator,
         thresholds=(),
-        config={"calibrator": "temperature", "fitted": "by hand: T = 1"},
+        config={"calibrator": "temperature", "fitted": "by hand: T = 1"}
+        | ({"note": note} if note else {}),
         training_data={"source": "none", "rows": 0},
     )
     return artifact.save(path)

@@ -84,7 +84,8 @@ def test_a_file_through_a_running_gateway_with_a_token(
     assert rows[2]["error"].startswith("INVALID_ARGUMENT")
     summary = capsys.readouterr().out
     assert "| ACCEPT | 2 | 66.7% |" in summary
-    assert "| accepted with a wrong entry (hallucination) | 1 |" in summary
+    assert "| accepted with a wrong entry (answerable query) | 1 |" in summary
+    assert "| accepted though no entry answers it (out of scope) | 0 |" in summary
     assert "query c: INVALID_ARGUMENT" in summary
 
     # Standard input, rows to standard output; without the token every query is refused.
@@ -108,7 +109,7 @@ def test_bad_input_is_refused_before_anything_loads(
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "fine"}\n{"query": "broken"\n')
     assert main(["ask", "--file", str(bad), "--address", "127.0.0.1:1"]) == 2
-    assert "bad.jsonl line 2 is not JSON" in capsys.readouterr().err
+    assert "bad.jsonl:2: not JSON" in capsys.readouterr().err
     with pytest.raises(InvalidArgumentError, match="answers must be a list"):
         read_queries(['{"query": "q", "answers": "faq-1"}'], "x")
     assert read_queries(['"just a question"'], "x")[0].query == "just a question"
@@ -129,7 +130,10 @@ def test_the_summary_counts_right_and_wrong_answers() -> None:
     text = summary_markdown(rows, 2.0)
     assert text.startswith("4 queries in 2.0 s (2.00 queries/s)")
     assert "| LOW_CONFIDENCE | 2 |" in text
-    assert "| hallucination rate (wrong / accepted) | 0.500 |" in text
+    # The accepted out-of-scope query is counted under its own name, not as a wrong entry.
+    assert "| accepted with a wrong entry (answerable query) | 0 |" in text
+    assert "| accepted though no entry answers it (out of scope) | 1 |" in text
+    assert "| hallucination rate (both kinds of wrong / accepted) | 0.500 |" in text
     assert "| answerable ones answered right | 0.500 |" in text
     assert "| unanswerable ones refused | 0.500 |" in text
 

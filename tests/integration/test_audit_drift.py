@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from tribunal.cli import main
-from tribunal.confidence import CalibrationBinding, FitConfig, RiskThreshold, fit_artifact
+from tribunal.confidence import CalibrationBinding, FitConfig, fit_artifact
+from tribunal.confidence._threshold import RiskThreshold
 from tribunal.core.storage import Database, DecisionRecord
 
 from tests.unit._confidence_data import synthetic_data

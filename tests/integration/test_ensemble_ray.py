@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from tribunal.core import InvalidArgumentError, load_settings
 from tribunal.ensemble import EnsembleMatcher, MatchRequestItem, RelevanceItem, RelevanceJudge
-from tribunal.retrieval import KbEntry
+from tribunal.kb import KbEntry
 from tribunal.v1 import common_pb2, ensemble_pb2
 
 from tests.integration._relevance import write_tiny_artifact

@@ -14,13 +14,11 @@ import grpc
 import numpy as np
 import pytest
 from tribunal.core import Settings, load_settings
-from tribunal.ensemble import (
-    EnsembleArtifact,
-    EnsembleInputs,
-    LatentEnsemble,
-    MajorityVote,
-    WeightedVote,
-)
+from tribunal.ensemble import EnsembleArtifact
+from tribunal.ensemble._base import EnsembleInputs
+from tribunal.ensemble._latent import LatentEnsemble
+from tribunal.ensemble._majority import MajorityVote
+from tribunal.ensemble._weighted import WeightedVote
 from tribunal.ensemble.servicer import build_host
 from tribunal.v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
 
@@ -161,7 +159,7 @@ def test_bad_requests_are_invalid_argument(stub: ensemble_pb2_grpc.EnsembleServi
 @pytest.mark.models
 def test_majority_runs_without_an_artifact(tmp_path: Path) -> None:
     from tribunal.ensemble import EnsembleMatcher, MatchRequestItem
-    from tribunal.retrieval.servicer import entry_from_proto
+    from tribunal.kb import entry_from_proto
 
     settings = _settings(
         aggregator="majority",

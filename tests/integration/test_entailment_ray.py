@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 from tribunal.core import load_settings
-from tribunal.entailment import PairToCheck, build_cascade
+from tribunal.entailment import PairToCheck, build_cascade, checker_version
 from tribunal.entailment.servicer import EntailmentServicer
-from tribunal.retrieval import checker_version
 from tribunal.v1 import entailment_pb2
 
 PREMISE = "Masks reduce the spread of respiratory droplets. Hand washing removes the virus."

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from tribunal.core import Settings, load_settings
-from tribunal.entailment import CheckStage, EntailmentLabel, LlmSupportChecker, PairToCheck
+from tribunal.entailment import EntailmentLabel, PairToCheck
+from tribunal.entailment._cascade import CheckStage
+from tribunal.entailment._llm_checker import LlmSupportChecker
 from tribunal.entailment.servicer import build_host
 from tribunal.v1 import entailment_pb2, entailment_pb2_grpc
 

@@ -49,7 +49,7 @@ def stub(settings: Settings) -> Iterator[ensemble_pb2_grpc.EnsembleServiceStub]:
 def test_batch_match_scores_the_paraphrase_above_the_unrelated_entry(
     stub: ensemble_pb2_grpc.EnsembleServiceStub, settings: Settings
 ) -> None:
-    from tribunal.retrieval import load_profile_embedder
+    from tribunal.embedding import load_profile_embedder
 
     artifact = MatchFeaturesArtifact.load(features_path(settings))
     query = "What is a new coronavirus?"
@@ -117,7 +117,7 @@ def test_concurrent_calls_share_the_embedders_passes(
     the service does not queue them one behind the other."""
     import threading
 
-    from tribunal.retrieval import shared_profile_embedder
+    from tribunal.embedding import shared_profile_embedder
 
     artifact = MatchFeaturesArtifact.load(features_path(settings))
     embedder = shared_profile_embedder(settings, artifact.embedder.model_key)

@@ -16,11 +16,11 @@ from tribunal.confidence import (
     CalibrationBinding,
     CalibratorArtifact,
     FitConfig,
-    RiskThreshold,
     Signals,
     embedder_version,
     fit_artifact,
 )
+from tribunal.confidence._threshold import RiskThreshold
 from tribunal.core import load_settings
 from tribunal.core.storage import Database
 from tribunal.gateway.servicer import build_host
@@ -31,7 +31,9 @@ from tests.integration._scripted_stages import Script
 from tests.unit._confidence_data import synthetic_data
 
 
-def _artifact(tmp_path: Path, *, bound: bool, certified: bool) -> Path:
+def _artifact(
+    tmp_path: Path, *, bound: bool, certified: bool, matcher: str = "latent:test-1"
+) -> Path:
     # Fitted on the signals the scripted stages send (P(match), the "strong" judge, ranks).
     data = synthetic_data(300)
     signals = tuple(
@@ -55,7 +57,7 @@ def _artifact(tmp_path: Path, *, bound: bool, certified: bool) -> Path:
         collection="faq",
         collection_version="kb-0123456789abcdef",
         entries=2,
-        matcher="latent:test-1",  # what the scripted ensemble reports
+        matcher=matcher,  # the scripted ensemble reports latent:test-1
         embedder=embedder_version(load_settings("tiny")),
         profile="tiny",
         candidates=2,
@@ -126,6 +128,21 @@ def test_a_calibrator_bound_to_another_kb_is_refused(
     assert record.reason == "NO_CERTIFIED_THRESHOLD"
     assert "tribunal calibrate --collection faq" in record.error
     assert record.signals, "the signals are audited even when nothing is certified"
+
+
+def test_a_calibrator_certified_with_another_matcher_is_refused(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Certified with a tuned matcher; the ensemble now matches with another one (the tune
+    # was replaced, or rolled back): the same KB, but nothing is accepted.
+    artifact = _artifact(tmp_path, bound=True, certified=True, matcher="features:tm-0123456789ab")
+    reply, db = _answer(sqlite_url, artifact, monkeypatch, "kb-0123456789abcdef")
+    assert reply.decision == common_pb2.DECISION_FALLBACK
+    assert reply.fallback_reason == gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD
+    record = db.decision(reply.audit_id)
+    assert record.reason == "NO_CERTIFIED_THRESHOLD"
+    assert "certified for matcher features:tm-0123456789ab" in record.error
+    assert "matched by latent:test-1" in record.error
 
 
 def test_the_calibrated_kb_gets_past_the_check(

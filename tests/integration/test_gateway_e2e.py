@@ -27,7 +27,7 @@ from tribunal.core.server import ServiceHost
 from tribunal.core.storage import Database
 from tribunal.deploy import SERVICES
 from tribunal.gateway.servicer import build_host
-from tribunal.retrieval import answer_sha256, entry_from_record
+from tribunal.kb import answer_sha256, entry_from_record
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
 
 from tests.conftest import SHARED

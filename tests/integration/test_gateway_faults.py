@@ -16,7 +16,7 @@ from tribunal.core import load_settings
 from tribunal.core.server import ServiceHost
 from tribunal.core.storage import Database
 from tribunal.gateway.servicer import build_host
-from tribunal.retrieval import answer_sha256
+from tribunal.kb import answer_sha256
 from tribunal.v1 import common_pb2, debate_pb2, gateway_pb2, gateway_pb2_grpc, retrieval_pb2
 
 from tests.integration import _scripted_stages

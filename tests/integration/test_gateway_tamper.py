@@ -25,7 +25,8 @@ from tribunal.core.server import ServiceHost
 from tribunal.core.storage import Database
 from tribunal.gateway._wiring import build_stage_host
 from tribunal.gateway.servicer import build_host
-from tribunal.retrieval import KnowledgeBase, answer_sha256
+from tribunal.kb import answer_sha256
+from tribunal.retrieval import KnowledgeBase
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc, retrieval_pb2
 
 from loadtest.verified_kb import LEXICAL_CHECKER, verified_faq_entries

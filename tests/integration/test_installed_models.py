@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from tribunal.commands._model_probe import probe_model
 from tribunal.core import Settings
 from tribunal.core.models import ModelStore, get_artifact
-from tribunal.core.models._probe import probe_model
 
 
 @pytest.mark.models

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from tribunal.core import InvalidArgumentError
 from tribunal.core.storage import Database
-from tribunal.jobs import ItemResult, JobStore, LabelItem, compare_jobs, comparison_markdown
+from tribunal.jobs import JobStore, LabelItem, compare_jobs, comparison_markdown
+from tribunal.jobs._store import ItemResult
 
 # Gold grades of 8 items: 4 relevant (grade >= 2), 4 not; one more without gold (a hole).
 GOLD = [3, 2, 2, 3, 0, 1, 0, 1, None]

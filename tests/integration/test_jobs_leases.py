@@ -14,16 +14,9 @@ import time
 
 import pytest
 from tribunal.core.storage import Database
-from tribunal.jobs import (
-    ItemLimits,
-    ItemResult,
-    JobStore,
-    LabelItem,
-    check_items,
-    failed_result,
-    run_job,
-    runner_id,
-)
+from tribunal.jobs import ItemLimits, JobStore, LabelItem, check_items, run_job
+from tribunal.jobs._labeller import failed_result
+from tribunal.jobs._store import ItemResult, runner_id
 
 ITEMS = [LabelItem(f"i{n}", f"query {n}", f"passage {n}") for n in range(12)]
 
@@ -70,7 +63,7 @@ def test_an_expired_lease_is_taken_over_and_renewal_keeps_it(database_url: str) 
 def test_a_dead_local_runner_s_leases_are_freed_at_once(database_url: str) -> None:
     store = _store(database_url)
     gone = subprocess.run(
-        [sys.executable, "-c", "from tribunal.jobs import runner_id; print(runner_id())"],
+        [sys.executable, "-c", "from tribunal.jobs._store import runner_id; print(runner_id())"],
         capture_output=True,
         text=True,
         check=True,

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from tribunal.core.storage import AuditDecisionRow, Database
-from tribunal.jobs import JobItemRow, JobStore
+from tribunal.core.storage import Database
+from tribunal.core.storage._tables import AuditDecisionRow
+from tribunal.jobs import JobStore
+from tribunal.jobs._tables import JobItemRow
 
 from tests.conftest import REPO, SHARED
 from tests.integration._relevance import write_tiny_artifact

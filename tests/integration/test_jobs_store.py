@@ -13,7 +13,8 @@ from tribunal.core import (
     UnavailableError,
 )
 from tribunal.core.storage import Database, EscalationRecord
-from tribunal.jobs import ItemResult, JobStore, LabelItem, export_job, run_job
+from tribunal.jobs import JobStore, LabelItem, export_job, run_job
+from tribunal.jobs._store import ItemResult
 
 ITEMS = [
     LabelItem(

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from tribunal.core.storage import AuditDecisionRow, Database
-from tribunal.jobs import JobItemRow, JobStore
+from tribunal.core.storage import Database
+from tribunal.core.storage._tables import AuditDecisionRow
+from tribunal.jobs import JobStore
+from tribunal.jobs._tables import JobItemRow
 
 from tests.conftest import REPO
 from tests.integration.test_jobs_resume import ITEMS, JOB, _command, _env, _items

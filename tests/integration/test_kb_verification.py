@@ -20,14 +20,9 @@ import pytest
 from tribunal.cli import main
 from tribunal.core import Settings, load_settings
 from tribunal.deploy import SERVICES
-from tribunal.retrieval import (
-    Chunk,
-    KbEntry,
-    KnowledgeBase,
-    SearchQuery,
-    VerificationVerdict,
-    checker_version,
-)
+from tribunal.entailment import checker_version
+from tribunal.kb import Chunk, KbEntry
+from tribunal.retrieval import KnowledgeBase, SearchQuery, VerificationVerdict
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 from loadtest.verified_kb import LEXICAL_CHECKER
@@ -179,7 +174,7 @@ def test_kb_ingest_and_verify_commands(
 ) -> None:
     import json
 
-    from tribunal.retrieval import entry_to_record
+    from tribunal.kb import entry_to_record
 
     path = tmp_path / "kb.jsonl"
     path.write_text("\n".join(json.dumps(entry_to_record(e)) for e in ENTRIES) + "\n")

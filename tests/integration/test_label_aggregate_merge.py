@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from tribunal.cli import main
 from tribunal.core.storage import Database
-from tribunal.jobs import ItemResult, JobStore, LabelItem
+from tribunal.jobs import JobStore, LabelItem
+from tribunal.jobs._store import ItemResult
 
 
 def _job(url: str) -> JobStore:

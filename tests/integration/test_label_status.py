@@ -19,7 +19,9 @@ import time
 import pytest
 from tribunal.cli import main
 from tribunal.core.storage import Database
-from tribunal.jobs import JobStore, LabelItem, LeaseHeartbeat, runner_id
+from tribunal.jobs import JobStore, LabelItem
+from tribunal.jobs._heartbeat import LeaseHeartbeat
+from tribunal.jobs._store import runner_id
 
 ITEMS = [LabelItem(f"i{n}", f"query {n}", f"passage {n}") for n in range(6)]
 
@@ -37,7 +39,9 @@ def _holder(url: str) -> subprocess.Popen[str]:
         f"""
         import sys, time
         from tribunal.core.storage import Database
-        from tribunal.jobs import JobStore, LeaseHeartbeat, runner_id
+        from tribunal.jobs import JobStore
+        from tribunal.jobs._heartbeat import LeaseHeartbeat
+        from tribunal.jobs._store import runner_id
         store = JobStore(Database({url!r}))
         owner = runner_id()
         items = store.claim("j", owner, 100, lease_s=2.0)

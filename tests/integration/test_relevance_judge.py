@@ -298,7 +298,7 @@ def test_the_ray_deployment_honours_serve_match_too(tmp_path: Path) -> None:
     from tribunal.core import FailedPreconditionError
     from tribunal.ensemble import MatchRequestItem
     from tribunal.ensemble.app import EnsembleDeployment
-    from tribunal.retrieval import KbEntry
+    from tribunal.kb import KbEntry
 
     path = write_tiny_artifact(tmp_path / "relevance.json")
     settings = _settings(relevance_artifact=str(path))

@@ -18,8 +18,10 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 from tribunal.core import Settings, load_settings
-from tribunal.retrieval import Collection, KbEntry, KnowledgeBase
-from tribunal.retrieval.servicer import RetrievalServicer, _RetrievalHost, entry_to_proto
+from tribunal.kb import KbEntry, entry_to_proto
+from tribunal.retrieval import KnowledgeBase
+from tribunal.retrieval._collection import Collection
+from tribunal.retrieval.servicer import RetrievalServicer, _RetrievalHost
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 from tests.integration._retrieval import ENTRIES, minilm

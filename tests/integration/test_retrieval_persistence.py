@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from tribunal.core import RetrievalSettings
-from tribunal.retrieval import KbEntry, KnowledgeBase, SearchMode, SearchQuery
+from tribunal.kb import KbEntry
+from tribunal.retrieval import KnowledgeBase, SearchMode, SearchQuery
 
 from tests.conftest import REPO
 from tests.integration._retrieval import (

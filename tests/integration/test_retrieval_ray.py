@@ -52,7 +52,7 @@ def test_search_through_the_deployment_handle_matches_in_process(tmp_path: Path)
         assert [h.score for h in result.hits] == pytest.approx(scores, abs=1e-5)
 
     # Writes through the handle are durable and visible to the in-process reader.
-    from tribunal.retrieval import KbEntry
+    from tribunal.kb import KbEntry
 
     written = handle.upsert.remote(COLLECTION, [KbEntry("vaccine", "Is there a vaccine?", "Yes.")])
     assert written.result(timeout_s=60).total_entries == 6

@@ -7,14 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 from tribunal.core import Settings, model_path
-from tribunal.retrieval import (
-    CrossEncoderReranker,
-    KnowledgeBase,
-    LazyReranker,
-    LlmReranker,
-    SearchQuery,
-    load_profile_reranker,
-)
+from tribunal.retrieval import KnowledgeBase, SearchQuery, load_profile_reranker
+from tribunal.retrieval._rerank import CrossEncoderReranker, LazyReranker, LlmReranker
 from tribunal.retrieval.servicer import profile_reranker
 
 from tests.integration._retrieval import COLLECTION, ENTRIES, minilm

@@ -12,8 +12,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 from tribunal.core import Settings, load_settings
 from tribunal.core.server import ServiceHost
+from tribunal.kb import entry_to_proto
 from tribunal.retrieval import KnowledgeBase
-from tribunal.retrieval.servicer import entry_to_proto
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 from tests.integration._retrieval import ENTRIES, minilm

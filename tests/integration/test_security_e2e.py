@@ -25,7 +25,7 @@ from tribunal.core import Settings, load_settings
 from tribunal.core.server import ServiceHost, token_sha256
 from tribunal.core.storage import Database
 from tribunal.gateway.servicer import build_host
-from tribunal.retrieval import entry_from_record, entry_sha256
+from tribunal.kb import entry_from_record, entry_sha256
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
 
 from tests.conftest import SHARED

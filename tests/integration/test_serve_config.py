@@ -11,8 +11,9 @@ import yaml
 from ray.serve.schema import ServeDeploySchema
 from tribunal.cli import main
 from tribunal.core import ConfigError, load_settings
-from tribunal.deploy import APPLICATIONS, GRPC_SERVICER_FUNCTIONS, serve_config
+from tribunal.deploy import APPLICATIONS, serve_config
 from tribunal.deploy import validate_serve_config as validate
+from tribunal.deploy._config import GRPC_SERVICER_FUNCTIONS
 
 
 def _written(tmp_path: Path, *flags: str) -> dict:  # type: ignore[type-arg]

@@ -28,7 +28,7 @@ import yaml
 from tribunal.core import load_settings
 from tribunal.core.server import token_sha256
 from tribunal.core.storage import Database
-from tribunal.retrieval import KbChangeLog
+from tribunal.retrieval._change_audit import KbChangeLog
 from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 from tests.conftest import REPO

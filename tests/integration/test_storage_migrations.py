@@ -17,18 +17,15 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, func, select, text
+from tribunal.audit import LiveStateRow  # noqa: F401  (its table joins Base.metadata)
 from tribunal.core import UnavailableError
-from tribunal.core.storage import (
-    AuditDecisionRow,
-    Base,
-    Database,
-    DecisionRecord,
-    EscalationRecord,
-    EscalationRow,
-    normalise_url,
-)
+from tribunal.core.storage import Base, Database, DecisionRecord, EscalationRecord, EscalationRow
+from tribunal.core.storage._database import normalise_url
+from tribunal.core.storage._tables import AuditDecisionRow
 from tribunal.core.storage.migrations import head_revision
-from tribunal.jobs import JobItemRow, JobStore, LabelItem, ReviewVoteRow
+from tribunal.jobs import JobStore, LabelItem
+from tribunal.jobs._review_tables import ReviewVoteRow
+from tribunal.jobs._tables import JobItemRow
 
 SCHEMAS = Path(__file__).parent / "schemas"
 

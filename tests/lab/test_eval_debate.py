@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from tribunal.debate import DebateItem, DebateOutcome, DreamDebate
+from tribunal.debate import DebateItem, DebateOutcome
+from tribunal.debate._debate import DreamDebate
 from tribunal_lab.evaluation.debate import add_arguments, result_from_dict, result_to_dict
 
 from tests.unit._debate_engine import ScriptedEngine, by_turn

@@ -81,7 +81,8 @@ def test_the_shipped_matcher_on_matching_pairs_all_then_select_split(tmp_path: P
 
 
 def test_labelled_traffic_against_a_collection(tmp_path: Path) -> None:
-    from tribunal.retrieval import KnowledgeBase, deduplicate, read_entries
+    from tribunal.kb import deduplicate, read_entries
+    from tribunal.retrieval import KnowledgeBase
 
     settings = load_settings("tiny")
     kb = KnowledgeBase.from_settings(settings)

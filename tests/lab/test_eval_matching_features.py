@@ -15,7 +15,7 @@ import pytest
 from tribunal.confidence import select_risk_threshold
 from tribunal.core import InvalidArgumentError, Settings
 from tribunal.ensemble import FeatureMatcher, MatchFeaturesArtifact, MatchItem, MatchRequestItem
-from tribunal.retrieval import KbEntry
+from tribunal.kb import KbEntry
 from tribunal_lab.evaluation import matching_features as mf
 
 from tests.conftest import SHARED
@@ -187,11 +187,11 @@ def _real_items() -> list[MatchItem]:
 def test_real_run_with_the_profile_embedder(
     tiny_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tribunal.retrieval
-    from tribunal.retrieval import load_profile_embedder
+    import tribunal.embedding
+    from tribunal.embedding import load_profile_embedder
 
     embedder = load_profile_embedder(tiny_settings)
-    monkeypatch.setattr(tribunal.retrieval, "load_profile_embedder", lambda *_: embedder)
+    monkeypatch.setattr(tribunal.embedding, "load_profile_embedder", lambda *_: embedder)
     tables: list[mf.FeatureTable] = []
     compute = mf.compute_features
 

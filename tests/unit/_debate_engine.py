@@ -15,8 +15,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tribunal.core import LLMSettings
-from tribunal.core.llm import Generation, LLMEngine, Prompt, Usage
+from tribunal.core.llm import LLMEngine, Prompt, Usage
+from tribunal.core.llm._types import Generation
+from tribunal.core.settings import LLMSettings
 
 Script = Callable[[str], str]
 

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 from tribunal.deploy import SERVICES
-from tribunal.entailment import CheckStage, EntailmentLabel, EntailmentVerdict, QuoteChecker
+from tribunal.entailment import EntailmentLabel, QuoteChecker
+from tribunal.entailment._cascade import CheckStage, EntailmentVerdict
 from tribunal.entailment.servicer import check_quotes, check_response
 from tribunal.v1 import entailment_pb2
 

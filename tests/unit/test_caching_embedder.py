@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tribunal.core import Settings
-from tribunal.retrieval import CachingEmbedder, load_profile_embedder
+from tribunal.embedding import CachingEmbedder, load_profile_embedder
 
 from tests.integration._retrieval import CountingEmbedder
 

@@ -48,4 +48,4 @@ def test_config_show_prints_the_effective_settings(
 
 def test_unknown_artifact_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models", "install", "--only", "gpt-5"]) == 2
-    assert "unknown artifact(s): gpt-5" in capsys.readouterr().out
+    assert "unknown artifact(s): gpt-5" in capsys.readouterr().err

@@ -7,16 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tribunal.commands.calibrate import CALIBRATOR_CHOICES, METHOD_CHOICES
 from tribunal.confidence import (
-    CALIBRATORS,
-    RISK_METHODS,
     AnswerClasses,
     ClassRule,
     ReviewedLink,
     candidate_links,
-    classes_from_links,
 )
+from tribunal.confidence._answer_classes import classes_from_links
 from tribunal.core import FailedPreconditionError
 
 SHIPPED = Path(__file__).resolve().parents[2] / (
@@ -97,8 +94,3 @@ def test_the_shipped_covid_classes_are_consistent_with_their_own_review() -> Non
     assert rebuilt.classes == shipped.classes
     assert all(r["reason"] for r in data["review"]["rejected"] + data["review"]["added"])
     assert len(shipped.classes) == 19
-
-
-def test_cli_choices_name_every_calibrator_and_method() -> None:
-    assert set(CALIBRATOR_CHOICES) == set(CALIBRATORS)
-    assert set(METHOD_CHOICES) == set(RISK_METHODS)

@@ -15,8 +15,6 @@ from tribunal.confidence import (
     CalibrationConfig,
     CalibratorArtifact,
     ConfidenceScorer,
-    Decision,
-    MonotoneCalibrator,
     ObservedCandidate,
     RequestVersions,
     Signals,
@@ -24,9 +22,11 @@ from tribunal.confidence import (
     Traffic,
     calibrate,
     read_traffic,
-    split_traffic,
     write_calibration_report,
 )
+from tribunal.confidence._monotone import MonotoneCalibrator
+from tribunal.confidence._threshold import Decision
+from tribunal.confidence._traffic import split_traffic
 from tribunal.core import FailedPreconditionError, InvalidArgumentError
 
 BINDING = CalibrationBinding(
@@ -45,7 +45,7 @@ def _traffic(n_groups: int = 120, per_group: int = 3, seed: int = 0) -> tuple[Tr
     entry or a wrong one first, with a P(match) that rises with being right."""
     rng = np.random.default_rng(seed)
     queries, observed = [], []
-    from tribunal.confidence import LabelledQuery
+    from tribunal.confidence._traffic import LabelledQuery
 
     for g in range(n_groups):
         right = f"e{g}"

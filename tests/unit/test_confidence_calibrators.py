@@ -12,16 +12,13 @@ from scipy import special
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from tribunal.confidence import (
-    CalibratorArtifact,
-    FeatureSpace,
-    FitConfig,
+from tribunal.confidence import CalibratorArtifact, FitConfig, Signals, fit_artifact
+from tribunal.confidence._calibrators import (
     IsotonicCalibrator,
     PlattCalibrator,
-    Signals,
     TemperatureCalibrator,
-    fit_artifact,
 )
+from tribunal.confidence._features import FeatureSpace
 from tribunal.core import FailedPreconditionError, InvalidArgumentError, NotFoundError
 
 from tests.unit._confidence_data import synthetic_data, synthetic_signals

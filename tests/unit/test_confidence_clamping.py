@@ -6,7 +6,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-from tribunal.confidence import CalibratorArtifact, PlattCalibrator, Signals
+from tribunal.confidence import CalibratorArtifact, Signals
+from tribunal.confidence._calibrators import PlattCalibrator
 
 # The feature matcher's calibrator as shipped before `tribunal calibrate` (format /1,
 # fitted before ranges were recorded), kept as a fixture of an artifact without ranges.

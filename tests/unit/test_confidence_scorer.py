@@ -6,15 +6,9 @@ import math
 from pathlib import Path
 
 import pytest
-from tribunal.confidence import (
-    ConfidenceScorer,
-    Decision,
-    FitConfig,
-    RiskThreshold,
-    Signals,
-    fit_artifact,
-)
+from tribunal.confidence import ConfidenceScorer, FitConfig, Signals, fit_artifact
 from tribunal.confidence._artifact import CalibratorArtifact
+from tribunal.confidence._threshold import Decision, RiskThreshold
 from tribunal.core import ConfigError, InvalidArgumentError, load_settings
 
 from tests.unit._confidence_data import synthetic_data, synthetic_signals

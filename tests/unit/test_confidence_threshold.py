@@ -7,14 +7,8 @@ import math
 import numpy as np
 import pytest
 from scipy import optimize
-from tribunal.confidence import (
-    Decision,
-    acceptance_outcome,
-    clopper_pearson_upper,
-    decide,
-    min_accepted_for,
-    select_risk_threshold,
-)
+from tribunal.confidence import clopper_pearson_upper, select_risk_threshold
+from tribunal.confidence._threshold import Decision, acceptance_outcome, decide, min_accepted_for
 from tribunal.core import InvalidArgumentError
 
 ALPHA, DELTA = 0.05, 0.1

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import pytest
 from tribunal.core import InvalidArgumentError, ResourceExhaustedError
-from tribunal.debate import (
-    DebateItem,
-    DebateLabel,
-    DebateOutcome,
-    DreamDebate,
-)
+from tribunal.debate import DebateItem, DebateLabel, DebateOutcome
+from tribunal.debate._debate import DreamDebate
 
 from ._debate_engine import ScriptedEngine, agent_and_round, by_turn, turn_json
 

@@ -10,7 +10,7 @@ import grpc
 import pytest
 from tribunal.core import ServerSettings
 from tribunal.core.server import ServiceBinding, ServiceHost
-from tribunal.debate import DreamDebate
+from tribunal.debate._debate import DreamDebate
 from tribunal.debate.servicer import SERVICE_NAME, DebateServicer
 from tribunal.v1 import common_pb2, debate_pb2, debate_pb2_grpc
 

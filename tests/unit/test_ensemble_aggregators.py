@@ -8,16 +8,13 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from tribunal.core import FailedPreconditionError, InvalidArgumentError
-from tribunal.ensemble import (
-    EnsembleArtifact,
-    EnsembleInputs,
-    LatentEnsemble,
-    MajorityVote,
-    NeuralGating,
-    WeightedVote,
-    fit_vote_thresholds,
-    matching_metrics,
-)
+from tribunal.ensemble import EnsembleArtifact
+from tribunal.ensemble._base import EnsembleInputs
+from tribunal.ensemble._latent import LatentEnsemble
+from tribunal.ensemble._majority import MajorityVote
+from tribunal.ensemble._neural import NeuralGating
+from tribunal.ensemble._training import fit_vote_thresholds, matching_metrics
+from tribunal.ensemble._weighted import WeightedVote
 
 FAST = {"hidden": 32, "max_epochs": 40, "patience": 10, "lr": 1e-2, "batch_size": 32}
 

@@ -9,16 +9,10 @@ import numpy as np
 import pytest
 from tribunal.cli import main
 from tribunal.core import FailedPreconditionError
-from tribunal.ensemble import (
-    EnsembleArtifact,
-    MatchItem,
-    best_chunk,
-    load_matching_data,
-    render_fields,
-    split_data,
-)
+from tribunal.ensemble import EnsembleArtifact, MatchItem, load_matching_data, split_data
+from tribunal.ensemble._judges import best_chunk, render_fields
+from tribunal.kb import Chunk, KbEntry
 from tribunal.prompts import get_prompt
-from tribunal.retrieval import Chunk, KbEntry
 
 JUDGES = ("llm_tiny/ral2m", "llm_tiny/ral2m-augmented", "llm_weak/ral2m")
 

@@ -13,13 +13,8 @@ import numpy as np
 import pytest
 from tribunal.core import ConfigError, FailedPreconditionError, load_settings
 from tribunal.core._artifacts import shipped_artifact
-from tribunal.ensemble import (
-    MATCH_FEATURES,
-    FeatureEmbedder,
-    MatchFeaturesArtifact,
-    features_path,
-    load_matcher,
-)
+from tribunal.ensemble import MATCH_FEATURES, FeatureEmbedder, MatchFeaturesArtifact, features_path
+from tribunal.ensemble._feature_matcher import load_matcher
 
 
 def _artifact(**changes: Any) -> MatchFeaturesArtifact:

@@ -13,14 +13,14 @@ from tribunal.core import (
     FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
-    ModelIntegrityError,
-    ModelNotInstalledError,
     NotFoundError,
     ResourceExhaustedError,
     TribunalError,
     UnavailableError,
 )
-from tribunal.core.server import STATUS_BY_ERROR_CODE, abort_with_error, status_for
+from tribunal.core._errors import ModelIntegrityError, ModelNotInstalledError
+from tribunal.core.server import status_for
+from tribunal.core.server._status import STATUS_BY_ERROR_CODE, abort_with_error
 
 
 def test_every_error_code_has_a_status() -> None:

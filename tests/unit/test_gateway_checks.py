@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from tribunal.confidence import CalibratorArtifact, ConfidenceScorer
-from tribunal.gateway import FailureKind, StageError
+from tribunal.gateway import StageError
 from tribunal.gateway._checks import (
     AnswerPolicy,
     bm25_bound,
@@ -21,7 +21,8 @@ from tribunal.gateway._checks import (
     expected_scores,
     serving_problem,
 )
-from tribunal.retrieval import answer_sha256
+from tribunal.gateway._stages import FailureKind
+from tribunal.kb import answer_sha256
 from tribunal.v1 import common_pb2, confidence_pb2, ensemble_pb2, retrieval_pb2
 
 from tests.integration._scripted_stages import identity_calibrator

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tribunal.jobs import LabelItem, RunReport, batched
+from tribunal.jobs import LabelItem
 from tribunal.jobs._ray import pool_size
+from tribunal.jobs._runner import RunReport, batched
 
 
 def test_the_ray_pool_is_sized_by_gpus_unless_told() -> None:

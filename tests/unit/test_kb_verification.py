@@ -11,20 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from tribunal.core import load_settings
-from tribunal.entailment import EntailmentCascade, LexicalOverlapChecker
-from tribunal.retrieval import (
-    Chunk,
-    EntryVerifier,
-    KbEntry,
-    VerificationVerdict,
-    answer_sha256,
-    checker_version,
-    entry_sha256,
-    self_sourced,
-    split_claims,
-)
+from tribunal.entailment import EntailmentCascade, checker_version
+from tribunal.entailment._checkers import LexicalOverlapChecker
+from tribunal.kb import Chunk, KbEntry, answer_sha256, entry_sha256, self_sourced
+from tribunal.retrieval import VerificationVerdict
 from tribunal.retrieval._checkers import CascadeChecker
 from tribunal.retrieval._verdict_cache import SqliteVerdictCache
+from tribunal.retrieval._verification import EntryVerifier, split_claims
 
 DOC = Chunk(
     "doc-0",

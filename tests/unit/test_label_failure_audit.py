@@ -16,7 +16,7 @@ import pytest
 from tribunal.core import ServerSettings, load_settings
 from tribunal.core.server import ServiceBinding, ServiceHost
 from tribunal.core.storage import Database
-from tribunal.debate import DreamDebate
+from tribunal.debate._debate import DreamDebate
 from tribunal.debate.servicer import SERVICE_NAME, DebateServicer
 from tribunal.gateway import LabelPipeline
 from tribunal.gateway._grpc_transport import GrpcTransport

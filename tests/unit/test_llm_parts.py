@@ -8,19 +8,17 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 from tribunal.core import ConfigError, InvalidArgumentError, NotFoundError, load_settings
-from tribunal.core.llm import (
-    MalformedOutputError,
-    Prompt,
-    Usage,
-    YesNoBatch,
+from tribunal.core.llm import MalformedOutputError, Prompt, Usage, extract_json
+from tribunal.core.llm._json import SchemaValidator
+from tribunal.core.llm._types import YesNoBatch
+from tribunal.core.llm._yesno import (
     YesNoTokens,
-    extract_json,
     p_yes_from_logits,
     p_yes_from_top_logprobs,
     yes_no_spellings,
 )
-from tribunal.core.llm._json import SchemaValidator
-from tribunal.prompts import PromptTemplate, get_prompt, list_prompts
+from tribunal.prompts import PromptTemplate, get_prompt
+from tribunal.prompts._template import list_prompts
 
 
 def test_spellings_cover_case_and_leading_space() -> None:

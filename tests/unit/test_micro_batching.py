@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from tribunal.core import Settings
-from tribunal.retrieval import (
-    MicroBatchingEmbedder,
+from tribunal.embedding import (
     load_profile_embedder,
     prefetch_query_vectors,
     shared_profile_embedder,
 )
+from tribunal.embedding._batching import MicroBatchingEmbedder
 
 from tests.integration._retrieval import CountingEmbedder, minilm
 

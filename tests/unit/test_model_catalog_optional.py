@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from tribunal.cli import main
-from tribunal.core import ModelIntegrityError
+from tribunal.core._errors import ModelIntegrityError
 from tribunal.core.models import ModelArtifact, get_artifact
 from tribunal.core.models._catalog import _versions_of_one
 

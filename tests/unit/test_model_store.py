@@ -13,9 +13,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from tribunal.core import ModelIntegrityError, ModelNotInstalledError
-from tribunal.core.models import ModelArtifact, ModelStore, WheelPart, get_artifact
-from tribunal.core.models._catalog import _split_zip
+from tribunal.core._errors import ModelIntegrityError, ModelNotInstalledError
+from tribunal.core.models import ModelArtifact, ModelStore, get_artifact
+from tribunal.core.models._catalog import WheelPart, _split_zip
 
 
 def _wheel(house: Path, name: str, version: str, members: dict[str, bytes]) -> None:

@@ -172,7 +172,8 @@ async def test_fixed_replicas_replace_autoscaling(cluster: Any) -> None:
     config = load_serve_config(_stored(cluster)["spec"]["serveConfigV2"])
     entry = next(a for a in config["applications"] if a["name"] == "debate")["deployments"][0]
     assert entry["num_replicas"] == 2
-    assert "autoscaling_config" not in entry
+    # null, not absent: the application's code sets autoscaling, which would otherwise win
+    assert entry["autoscaling_config"] is None
 
 
 @pytest.mark.asyncio

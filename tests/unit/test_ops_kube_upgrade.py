@@ -203,7 +203,7 @@ async def test_fixed_replicas_map_to_the_replicas_value(
     )
     assert live == rendered
     assert live["num_replicas"] == 2
-    assert "autoscaling_config" not in live
+    assert live["autoscaling_config"] is None  # overrides the code's autoscaling
 
 
 @pytest.mark.asyncio

@@ -6,15 +6,10 @@ from typing import Any
 
 import pytest
 from tribunal.core import InvalidArgumentError, NotFoundError
-from tribunal.ops import (
-    ScaleRequest,
-    apply_scale,
-    config_diff,
-    config_from_details,
-    format_status,
-    status_from_serve_details,
-    validate_with_serve_schema,
-)
+from tribunal.ops import ScaleRequest, apply_scale, format_status
+from tribunal.ops._scaling import config_diff, validate_with_serve_schema
+from tribunal.ops._serve_rest import config_from_details
+from tribunal.ops._status import status_from_serve_details
 
 
 def _config() -> dict[str, Any]:

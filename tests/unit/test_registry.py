@@ -11,15 +11,11 @@ import grpc
 import pytest
 from tribunal.cli import build_parser
 from tribunal.core import ConfigError, InvalidArgumentError, load_settings
-from tribunal.deploy import (
-    APPLICATIONS,
-    GRPC_SERVICER_FUNCTIONS,
-    SERVICES,
-    STAGES,
-    serve_config,
-    service,
-)
-from tribunal.gateway import LABEL_MODE_STAGES, LabelMode
+from tribunal.deploy import APPLICATIONS, SERVICES, STAGES, serve_config
+from tribunal.deploy._config import GRPC_SERVICER_FUNCTIONS
+from tribunal.deploy._registry import service
+from tribunal.gateway import LabelMode
+from tribunal.gateway._label_modes import LABEL_MODE_STAGES
 from tribunal.v1 import gateway_pb2
 
 SIX = ("retrieval", "entailment", "ensemble", "debate", "confidence", "gateway")

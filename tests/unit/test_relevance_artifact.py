@@ -14,12 +14,8 @@ from typing import Any
 
 import pytest
 from tribunal.core import ConfigError, FailedPreconditionError, load_settings
-from tribunal.ensemble import (
-    RELEVANCE_FORMAT,
-    RelevanceArtifact,
-    RelevanceFeature,
-    relevance_artifact_path,
-)
+from tribunal.ensemble import RelevanceArtifact, relevance_artifact_path
+from tribunal.ensemble._relevance import RELEVANCE_FORMAT, RelevanceFeature
 
 VALID: dict[str, Any] = {
     "format": RELEVANCE_FORMAT,

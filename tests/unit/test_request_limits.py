@@ -14,7 +14,8 @@ import pytest
 import tribunal.v1
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from tribunal.core import InvalidArgumentError, ResourceExhaustedError, load_settings
-from tribunal.core.server import REQUEST_LIMITS, RequestLimits
+from tribunal.core.server import RequestLimits
+from tribunal.core.server._limits import REQUEST_LIMITS
 from tribunal.v1 import common_pb2, confidence_pb2, entailment_pb2, gateway_pb2, retrieval_pb2
 
 

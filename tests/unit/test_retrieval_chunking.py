@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from tribunal.core import InvalidArgumentError
-from tribunal.retrieval import (
+from tribunal.core import InvalidArgumentError, split_sentences
+from tribunal.kb import (
     KbEntry,
     chunk_sentences,
     chunk_text,
@@ -15,7 +15,6 @@ from tribunal.retrieval import (
     entry_from_record,
     entry_to_record,
     read_entries,
-    split_sentences,
 )
 
 from tests.conftest import SHARED

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from tribunal.retrieval import KbEntry, reciprocal_rank_fusion, rerank_passage
-from tribunal.retrieval._rerank import rerank_order
-from tribunal.retrieval._types import Chunk
+from tribunal.kb import Chunk, KbEntry
+from tribunal.retrieval._fusion import reciprocal_rank_fusion
+from tribunal.retrieval._rerank import rerank_order, rerank_passage
 
 
 def test_rrf_scores_are_sums_of_reciprocal_ranks_with_k_60() -> None:
@@ -46,12 +46,13 @@ def test_rerank_passage_pairs_a_matched_question_with_its_answer() -> None:
     assert rerank_passage(entry, "c0") == "T\ntext"
 
 
-def test_the_domain_package_imports_neither_grpc_nor_ray() -> None:
+@pytest.mark.parametrize("package", ["retrieval", "kb", "embedding"])
+def test_the_domain_package_imports_neither_grpc_nor_ray(package: str) -> None:
     import subprocess
     import sys
 
     probe = (
-        "import sys, tribunal.retrieval; "
+        f"import sys, tribunal.{package}; "
         "print(sorted(m for m in ('grpc', 'ray') if m in sys.modules))"
     )
     out = subprocess.run(
@@ -62,7 +63,7 @@ def test_the_domain_package_imports_neither_grpc_nor_ray() -> None:
 
 def test_the_rerank_prompt_is_registered_and_puts_the_document_first() -> None:
     from tribunal.prompts import get_prompt
-    from tribunal.retrieval import rerank_prompt
+    from tribunal.retrieval._rerank import rerank_prompt
 
     template = rerank_prompt()
     assert get_prompt(template.id) is template

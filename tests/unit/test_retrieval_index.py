@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tribunal.core import RetrievalSettings
-from tribunal.retrieval import DenseIndex, SparseIndex, choose_index_type, gpu_count
+from tribunal.retrieval import DenseIndex
+from tribunal.retrieval._dense import choose_index_type, gpu_count
+from tribunal.retrieval._sparse import SparseIndex
 
 
 def _unit_vectors(n: int, d: int = 32, seed: int = 0) -> np.ndarray:

@@ -20,8 +20,6 @@ import yaml
 from tribunal.cli import main
 from tribunal.core import ConfigError, PermissionDeniedError, UnauthenticatedError
 from tribunal.core.server import (
-    METHOD_ROLES,
-    UNCHECKED,
     CredentialStore,
     Role,
     authorize,
@@ -30,8 +28,10 @@ from tribunal.core.server import (
     is_loopback,
     token_sha256,
 )
-from tribunal.deploy import SERVICES, ServeApp, proto_methods
-from tribunal.deploy._grpc import GUARD_MARK
+from tribunal.core.server._auth import UNCHECKED
+from tribunal.core.server._roles import METHOD_ROLES
+from tribunal.deploy import SERVICES, ServeApp
+from tribunal.deploy._grpc import GUARD_MARK, proto_methods
 from tribunal.deploy._loopback import loopback_address
 
 pytestmark = pytest.mark.security

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from tribunal.core.server import METRICS, Metric, in_serve_replica
+from tribunal.core.server import METRICS, Metric
+from tribunal.core.server._metrics import in_serve_replica
 
 
 def test_outside_a_replica_metrics_go_to_prometheus_client_under_their_own_name() -> None:

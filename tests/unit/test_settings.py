@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 from tribunal.core import ConfigError, available_profiles, load_settings
-from tribunal.core.settings import RENAMED_SETTINGS, setting_rows, settings_reference
+from tribunal.core.settings import settings_reference
+from tribunal.core.settings._profiles import RENAMED_SETTINGS
+from tribunal.core.settings._reference import setting_rows
 
 
 def test_tiny_is_the_default_profile_and_names_every_role() -> None:

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 from tribunal.core import Settings
-from tribunal.retrieval import SentenceTransformerEmbedder, load_profile_embedder
-from tribunal.retrieval._traced import trace_encoder
+from tribunal.embedding import load_profile_embedder
+from tribunal.embedding._embedding import SentenceTransformerEmbedder
+from tribunal.embedding._traced import trace_encoder
 
 TEXTS = [
     "Is it safe to travel?",

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from tribunal.retrieval import CachingEmbedder, VectorStore
+from tribunal.embedding import CachingEmbedder, VectorStore
 
 
 class CountingHash:

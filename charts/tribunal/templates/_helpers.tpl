@@ -280,12 +280,14 @@ the deployment entry (Serve applies them over the code's without a restart, and
   "max_batch_size" $app.maxBatchSize
   "batch_wait_timeout_s" $app.batchWaitTimeoutS
   "max_ongoing_requests" $app.maxOngoingRequests -}}
-{{- $settings := dict "model_dir" "/models" "data_dir" "/data" $name (dict "deployment" $deployment) -}}
+{{- $settings := dict "model_dir" $root.Values.serve.modelDir "data_dir" $root.Values.serve.dataDir $name (dict "deployment" $deployment) -}}
 {{- $actor := dict "num_cpus" $app.numCpus "num_gpus" $app.numGpus "resources" (dict (include "tribunal.groupResource" $app.workerGroup) 0.001) -}}
 {{- $autoscaling := dict "min_replicas" $app.minReplicas "max_replicas" $app.maxReplicas "target_ongoing_requests" $app.targetOngoingRequests -}}
 {{- $entry := dict "name" $name "max_ongoing_requests" $app.maxOngoingRequests "ray_actor_options" $actor -}}
 {{- if $fixed -}}
 {{- $_ := set $entry "num_replicas" $app.replicas -}}
+{{- /* null overrides the autoscaling the application's code sets; otherwise it wins. */ -}}
+{{- $_ := set $entry "autoscaling_config" nil -}}
 {{- else -}}
 {{- $_ := set $entry "autoscaling_config" $autoscaling -}}
 {{- end -}}
@@ -298,8 +300,9 @@ the deployment entry (Serve applies them over the code's without a restart, and
 {{- end -}}
 {{- include "tribunal.checkCapacity" $root -}}
 {{- $servicers := list -}}
-{{- range $module, $service := dict "retrieval" "Retrieval" "entailment" "Entailment" "ensemble" "Ensemble" "debate" "Debate" "confidence" "Confidence" "gateway" "Gateway" -}}
-{{- $servicers = append $servicers (printf "tribunal.v1.%s_pb2_grpc.add_%sServiceServicer_to_server" $module $service) -}}
+{{- /* Each service's proto methods, decoded tolerantly (bad bytes: INVALID_ARGUMENT). */ -}}
+{{- range $module := list "confidence" "debate" "ensemble" "entailment" "gateway" "retrieval" -}}
+{{- $servicers = append $servicers (printf "tribunal.deploy.proxy.%s" $module) -}}
 {{- end -}}
 {{- $config := dict
   "proxy_location" "EveryNode"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from tribunal.confidence import AnswerClasses
-from tribunal.core import NotFoundError
-from tribunal.retrieval import KbEntry, deduplicate, read_entries
+from tribunal.core import NotFoundError, jsonl_rows
+from tribunal.kb import KbEntry, deduplicate, read_entries
 
 __all__ = ["CLASSES_PATH", "build_covid_traffic"]
 
@@ -40,7 +40,7 @@ def _normalise(text: str) -> str:
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise NotFoundError(f"{path} does not exist")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [row.value for row in jsonl_rows(path)]
 
 
 def build_covid_traffic(

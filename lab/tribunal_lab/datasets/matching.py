@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tribunal.core import NotFoundError
 from tribunal.ensemble import MatchItem, judgment_path, read_items, read_judgments
-from tribunal.retrieval import KbEntry
+from tribunal.kb import KbEntry
 
 from .._io import read_jsonl
 
@@ -57,7 +57,9 @@ def _normalise(text: str) -> str:
 def _covid_items(
     settings: Settings, data: Path, heldout_share: float, seed: int, workdir: Path
 ) -> list[MatchItem]:
-    from tribunal.retrieval import KnowledgeBase, SearchQuery, load_profile_embedder, read_entries
+    from tribunal.embedding import load_profile_embedder
+    from tribunal.kb import read_entries
+    from tribunal.retrieval import KnowledgeBase, SearchQuery
 
     folder = data / "covid-qa"
     entries = read_entries(
@@ -188,7 +190,7 @@ def build_items(
     Raises:
         NotFoundError: a source file is missing.
     """
-    from tribunal.retrieval import load_profile_embedder
+    from tribunal.embedding import load_profile_embedder
 
     if (out / "items.jsonl").is_file():
         return read_items(out)

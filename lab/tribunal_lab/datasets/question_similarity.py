@@ -12,14 +12,13 @@ debate signal is present, so those stay missing.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, utils
 from tribunal.confidence import Signals, write_labelled_signals
-from tribunal.core import InvalidArgumentError, NotFoundError, Settings, load_embedder
+from tribunal.core import InvalidArgumentError, NotFoundError, Settings, jsonl_rows, load_embedder
 
 __all__ = ["build_question_similarity_signals"]
 
@@ -36,15 +35,10 @@ def build_question_similarity_signals(
         raise NotFoundError(f"{source} does not exist (the COVID-QA question-similarity file)")
     pairs: list[tuple[str, str, int]] = []
     kept = {0: 0, 1: 0}
-    for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for where, _, row in jsonl_rows(source, field="data"):
         label = int(row["label"])
         if label not in kept:
-            raise InvalidArgumentError(
-                f"{source.name}:{number}: label must be 0 or 1", field="label"
-            )
+            raise InvalidArgumentError(f"{where}: label must be 0 or 1", field="label")
         if limit_per_label is not None and kept[label] >= limit_per_label:
             continue
         kept[label] += 1

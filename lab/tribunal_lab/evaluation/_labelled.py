@@ -23,13 +23,12 @@ Every problem is an :class:`InvalidArgumentError` naming the file, the line and 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tribunal.core import InvalidArgumentError
+from tribunal.core import InvalidArgumentError, jsonl_rows
 
 __all__ = [
     "ENTAILED_NAMES",
@@ -90,21 +89,8 @@ class TrafficQuery:
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise InvalidArgumentError(f"--data {path}: no such file", field="data")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidArgumentError(
-                    f"{path} line {number} is not JSON: {exc.msg}", field="data"
-                ) from None
-            if not isinstance(row, dict):
-                raise InvalidArgumentError(
-                    f"{path} line {number}: expected a JSON object", field="data"
-                )
-            yield number, row
+    for _, number, row in jsonl_rows(path, field="data"):
+        yield number, row
 
 
 def _text(row: Mapping[str, Any], keys: tuple[str, ...], where: str) -> str:

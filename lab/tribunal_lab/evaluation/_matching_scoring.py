@@ -122,8 +122,8 @@ def _query_level(
 
 def score_artifact(args: argparse.Namespace) -> int:
     from tribunal.core import load_settings
+    from tribunal.embedding import load_profile_embedder
     from tribunal.ensemble import MatchFeaturesArtifact, features_path, match_feature_values
-    from tribunal.retrieval import load_profile_embedder
 
     from ._matching_points import report_points as _report
 

@@ -18,8 +18,8 @@ from tribunal.core import InvalidArgumentError
 from tribunal.ensemble import MATCH_FEATURES
 
 if TYPE_CHECKING:
+    from tribunal.embedding import Embedder
     from tribunal.ensemble import MatchItem
-    from tribunal.retrieval import Embedder
 
 __all__ = [
     "COVID_SOURCES",

@@ -360,8 +360,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tribunal.core import load_settings
+    from tribunal.embedding import load_profile_embedder
     from tribunal.ensemble import read_items
-    from tribunal.retrieval import load_profile_embedder
 
     from ..datasets.matching import SOURCES, build_items
 

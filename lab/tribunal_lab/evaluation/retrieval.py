@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tribunal.core import jsonl_rows
+
 if TYPE_CHECKING:
     from tribunal.retrieval import KnowledgeBase, SearchMode
 
@@ -68,8 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+    return [row.value for row in jsonl_rows(path)]
 
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -87,7 +88,7 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
 def _ingest(kb: KnowledgeBase, corpus_path: Path, *, rebuild: bool) -> tuple[int, float]:
     """Make sure the corpus is indexed; returns (entries, seconds spent ingesting)."""
     from tqdm import tqdm
-    from tribunal.retrieval import deduplicate, read_entries
+    from tribunal.kb import deduplicate, read_entries
 
     settings = kb.settings
     entries, _ = deduplicate(read_entries(corpus_path, max_chars=settings.chunk_size_chars))
@@ -176,7 +177,8 @@ def _markdown(report: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tribunal.core import load_settings
-    from tribunal.retrieval import KnowledgeBase, SearchMode, load_profile_embedder
+    from tribunal.embedding import load_profile_embedder
+    from tribunal.retrieval import KnowledgeBase, SearchMode
 
     data: Path = args.data
     for name in ("corpus.jsonl", "beir_queries_test.jsonl", "beir_qrels_test.tsv"):

@@ -221,7 +221,7 @@ def _cosine_judge(settings: Any, key: str, items: list[Any], fields: tuple[str, 
     """Embedder ``key``'s cosine between the ``fields`` of each item as judge ``KEY:cosine``."""
     import time
 
-    from tribunal.retrieval import load_profile_embedder
+    from tribunal.embedding import load_profile_embedder
 
     embedder = load_profile_embedder(settings, key)
     name = f"{key}:cosine"

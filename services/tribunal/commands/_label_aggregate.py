@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.restarts < 1 or args.iterations < 1:
         raise InvalidArgumentError("--restarts and --iterations must be at least 1")
     require_extra("analysis", _ANALYSIS_MODULES, what="tribunal label aggregate")
-    from ..jobs._aggregate import aggregate, read_votes
+    from ..jobs import aggregate, read_votes
 
     votes = read_votes(args.votes)
     labels = [x.strip() for x in args.labels.split(",") if x.strip()] if args.labels else None

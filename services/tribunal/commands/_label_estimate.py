@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import InvalidArgumentError, Settings
+from ..core.settings import LABEL_MODES
 
 __all__ = [
     "ModeEstimate",
@@ -38,7 +39,7 @@ __all__ = [
     "project",
 ]
 
-MODES = ("judge", "cascade", "debate")
+MODES = LABEL_MODES
 
 
 def add_arguments(run: argparse.ArgumentParser) -> None:

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from .label import _settings as label_settings
+    from ._label_common import label_settings
 
     return label_settings(args)
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import FailedPreconditionError, InvalidArgumentError, Settings, load_settings
+from ..core.settings import PLAN_CALIBRATOR_KINDS, RISK_METHOD_NAMES
+from ._label_common import input_spec, relevance_version
 
 __all__ = [
     "add_arguments",
@@ -50,11 +52,6 @@ def register(
         help="a label plan (`tribunal label plan`): the judge labels outside its band at the "
         "plan's certified error; the band goes to the human review queue",
     )
-
-
-_RISK_METHODS = ("clopper-pearson", "ltt", "ltt-hb", "sgr")
-"""tribunal.confidence.RISK_METHODS, named here so that building the parser imports no
-scientific stack (a test checks that the two agree)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--method",
-        choices=_RISK_METHODS,
+        choices=RISK_METHOD_NAMES,
         default="ltt",
         help="risk control (default ltt: Learn-then-Test, fixed sequence on a 0.02 grid)",
     )
@@ -114,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--calibrator",
-        choices=("isotonic", "platt"),
+        choices=PLAN_CALIBRATOR_KINDS,
         default="isotonic",
         help="calibration of the judge's P on the calibration queries (default isotonic)",
     )
@@ -134,22 +131,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
     parser.add_argument("--no-progress", action="store_true")
-
-
-def _spec(args: argparse.Namespace) -> Any:
-    from ..jobs import InputSpec, detect_format
-    from .label import _fields
-
-    return InputSpec(
-        path=args.input,
-        format=args.format or detect_format(args.input),
-        run=args.run,
-        qrels=args.qrels,
-        corpus=args.corpus,
-        depth=args.depth,
-        split=args.split,
-        fields=_fields(args.field),
-    )
 
 
 def _items_digest(items: list[Any]) -> str:
@@ -179,14 +160,13 @@ def _judge_scores(settings: Settings, items: list[Any], *, progress: bool) -> li
 def _from_input(args: argparse.Namespace, settings: Settings) -> _Sample:
     """Read the sample and score it with the profile's judge, in this process."""
     from ..jobs import ItemLimits, check_items, read_items
-    from .label import _relevance_version
 
-    judge = _relevance_version(settings)
+    judge = relevance_version(settings)
     if judge is None:
         raise FailedPreconditionError(
             "no relevance artifact: set ensemble.relevance_artifact (see docs/ensemble.md)"
         )
-    spec = _spec(args)
+    spec = input_spec(args)
     items = read_items(spec)[: args.limit]
     kept, failed = check_items(items, ItemLimits.from_settings(settings))
     labelled = [i for i in kept if i.item_id not in failed and i.gold is not None]
@@ -262,8 +242,7 @@ class _Sample:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..jobs import JudgeBinding, fit_plan
-    from ..jobs._plan_plot import plot_available, write_plan_plot
+    from ..jobs import JudgeBinding, fit_plan, plot_available, write_plan_plot
 
     if args.limit is not None and args.limit < 1:
         raise InvalidArgumentError("--limit must be >= 1", field="limit")
@@ -365,9 +344,8 @@ def apply_plan(settings: Settings, plan: Any, plan_path: str) -> Settings:
     Raises:
         FailedPreconditionError: the profile's relevance judge is not the plan's.
     """
-    from .label import _relevance_version
 
-    serving = _relevance_version(settings)
+    serving = relevance_version(settings)
     plan.check_judge(serving["version"] if serving else None, plan_path=plan_path)
     gateway = settings.gateway.model_copy(
         update={

@@ -15,6 +15,8 @@ import json
 import sys
 from typing import Any
 
+from ._label_common import job_store, label_settings
+
 __all__ = ["register", "run"]
 
 
@@ -49,10 +51,9 @@ def _job_state(job: Any, counts: Any, holders: list[Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .label import _settings, _store
 
-    settings = _settings(args)
-    store = _store(settings)
+    settings = label_settings(args)
+    store = job_store(settings)
     try:
         jobs = [store.job(args.job)] if args.job else store.jobs()
         rows = []

@@ -94,7 +94,7 @@ def _check_proxy_exposure(config: dict[str, Any], args: argparse.Namespace) -> N
 
 
 def deploy_command(args: argparse.Namespace) -> int:
-    from ..deploy._local import set_ray_auth
+    from ..deploy import set_ray_auth
 
     if args.config is None:
         raise InvalidArgumentError(

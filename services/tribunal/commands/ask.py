@@ -23,19 +23,15 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..core import InvalidArgumentError, NotFoundError, Settings, load_settings
+from ..core import InvalidArgumentError, NotFoundError, Settings, load_settings, parse_jsonl
 
 __all__ = ["AskedQuery", "read_queries", "register", "summary_markdown"]
-
-ANSWER_STAGES = ("retrieval", "ensemble", "confidence")
-"""The stages ``Gateway.Answer`` calls: no entailment (evidence is checked when an entry
-is written) and no debate."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -114,25 +110,14 @@ class AskedQuery:
     """The ids of every entry that answers it (empty: none does); None: not labelled."""
 
 
-def read_queries(lines: Sequence[str], source: str) -> list[AskedQuery]:
+def read_queries(lines: Iterable[bytes | str], source: str) -> list[AskedQuery]:
     """Parse a JSONL input; every problem is an :class:`InvalidArgumentError` naming the line.
 
     A line is an object with ``query`` (or ``question``) and optional ``id``,
     ``collection`` and ``answers``; a bare JSON string is a query alone.
     """
     queries: list[AskedQuery] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{source} line {number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidArgumentError(f"{where} is not JSON: {exc.msg}", field="file") from None
-        if isinstance(row, str):
-            row = {"query": row}
-        if not isinstance(row, dict):
-            raise InvalidArgumentError(f'{where}: expected {{"query": ...}}', field="file")
+    for where, _, row in parse_jsonl(lines, source, field="file", bare_key="query"):
         text = row.get("query", row.get("question"))
         if not isinstance(text, str) or not text.strip():
             raise InvalidArgumentError(f"{where}: no query (a non-empty string)", field="file")
@@ -160,12 +145,12 @@ def read_queries(lines: Sequence[str], source: str) -> list[AskedQuery]:
     return queries
 
 
-def _input_lines(path: Path) -> tuple[list[str], str]:
+def _input_lines(path: Path) -> tuple[Sequence[bytes | str], str]:
     if str(path) == "-":
         return sys.stdin.read().splitlines(), "standard input"
     if not path.is_file():
         raise InvalidArgumentError(f"--file {path}: no such file", field="file")
-    return path.read_text(encoding="utf-8").splitlines(), str(path)
+    return path.read_bytes().splitlines(), str(path)
 
 
 # -- gateways -----------------------------------------------------------------------------
@@ -182,8 +167,7 @@ class _LocalGateway:
     once; decisions go to the audit store as a running gateway's do."""
 
     def __init__(self, settings: Settings) -> None:
-        from ..gateway._local_transport import LocalTransport
-        from ..gateway._wiring import build_pipelines, open_audit_store
+        from ..gateway import ANSWER_STAGES, LocalTransport, build_pipelines, open_audit_store
 
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ask-stage")
         self._transport = LocalTransport(settings, ANSWER_STAGES, max_workers=8)
@@ -267,7 +251,14 @@ def _token(args: argparse.Namespace) -> str | None:
 
 
 @contextlib.contextmanager
-def _gateway(args: argparse.Namespace, log: IO[str]) -> Iterator[tuple[_Gateway, Settings]]:
+def _gateway(
+    args: argparse.Namespace, log: IO[str], collections: Sequence[str] = ()
+) -> Iterator[tuple[_Gateway, Settings]]:
+    """The gateway to ask: ``--address``, else the Answer stages loaded here, after the
+    calibrator was checked against the α and ``collections`` (each query's, "" = the
+    default): a problem is said once, and stops everything when nothing could be accepted.
+    """
+    from ._calibration_check import require_calibration
     from .demo import _certification, _in_process_settings
 
     if args.address is not None:
@@ -282,8 +273,12 @@ def _gateway(args: argparse.Namespace, log: IO[str]) -> Iterator[tuple[_Gateway,
     else:
         with contextlib.redirect_stdout(log):
             settings = _in_process_settings(args.profile, args.plain_threshold, args.alpha)
+        default = args.collection or settings.gateway.collection
+        problem = require_calibration(settings, [c or default for c in collections or [""]])
         if settings.confidence.plain_threshold is None:
             print(_certification(settings), file=log)
+        if problem is not None:
+            print(f"NOTE: {problem}", file=log)
         print("loading the retrieval, ensemble and confidence stages ...", file=log, flush=True)
         started = time.perf_counter()
         gateway = _LocalGateway(settings)
@@ -404,7 +399,11 @@ def summary_markdown(rows: Sequence[dict[str, Any]], wall_s: float) -> str:
     labelled = [r for r in rows if "correct" in r]
     if labelled:
         accepted = [r for r in labelled if r["decision"] == "ACCEPT"]
-        wrong = sum(not r["correct"] for r in accepted)
+        # An accepted answer is wrong in two ways: another entry than one that answers an
+        # answerable query, or any entry for a query no entry answers.
+        wrong_entry = sum(not r["correct"] for r in accepted if r["expected"])
+        out_of_scope = sum(not r["expected"] for r in accepted)
+        wrong = wrong_entry + out_of_scope
         answerable = [r for r in labelled if r["expected"]]
         unanswerable = [r for r in labelled if not r["expected"]]
         right_answers = sum(r["correct"] for r in accepted)
@@ -416,8 +415,9 @@ def summary_markdown(rows: Sequence[dict[str, Any]], wall_s: float) -> str:
             "| measure | value |",
             "|---|---|",
             f"| accepted with a right entry | {right_answers} |",
-            f"| accepted with a wrong entry (hallucination) | {wrong} |",
-            "| hallucination rate (wrong / accepted) | "
+            f"| accepted with a wrong entry (answerable query) | {wrong_entry} |",
+            f"| accepted though no entry answers it (out of scope) | {out_of_scope} |",
+            "| hallucination rate (both kinds of wrong / accepted) | "
             + (f"{wrong / len(accepted):.3f} |" if accepted else "– (none accepted) |"),
             f"| coverage (accepted / all) | {len(accepted) / len(labelled):.3f} |",
             "| answerable ones answered right | "
@@ -507,7 +507,7 @@ def _ask_file(args: argparse.Namespace) -> int:
         sink = sys.stdout
     rows: list[dict[str, Any]] = []
     try:
-        with _gateway(args, log) as (gateway, _):
+        with _gateway(args, log, [q.collection for q in queries]) as (gateway, _):
             started = time.perf_counter()
             bar = tqdm(
                 total=len(queries), desc="asking", unit="query", file=log, disable=args.no_progress

@@ -1,7 +1,10 @@
 """``tribunal audit list|show|stats|escalations``: read the gateway's decisions.
 
 ``stats`` also compares the live acceptance rate of the calibrated collection with
-the coverage its calibrator was certified at: a drift signal.
+the coverage its calibrator was certified at (a drift signal), and reports the live
+audit: the anytime-valid bound on the hallucination rate of accepted answers from the
+reviewed audit sample, the serving mode (normal or safe), and the shift test of live
+signals against the calibration traffic's.
 
 Reads ``database_url`` (SQLite in ``data_dir`` by default; ``TRIBUNAL_DATABASE_URL``
 for PostgreSQL). Read-only: the audit table refuses updates and deletes.
@@ -144,6 +147,7 @@ def _stats(args: argparse.Namespace) -> int:
     drift = _acceptance_drift(args, database, since)
     if drift is not None:
         summary["acceptance_vs_certified"] = drift
+    summary["live_audit"] = _live_audit(args, database)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -200,6 +204,41 @@ def _acceptance_drift(
             if out["drift"]
             else "live acceptance is consistent with the certified coverage"
         )
+    return out
+
+
+def _live_audit(args: argparse.Namespace, database: Database) -> dict[str, Any]:
+    """The live bound and serving mode of the calibrated collection, recomputed from the
+    reviews now (a change is recorded, as after a review)."""
+    from ..audit import LiveMonitor
+    from ..confidence import CalibratorArtifact, default_artifact_path
+
+    settings = load_settings(args.profile)
+    artifact = CalibratorArtifact.load(args.artifact or default_artifact_path(settings))
+    alpha = args.alpha if args.alpha is not None else settings.confidence.alpha
+    binding = artifact.binding
+    collection = args.collection or (binding.collection if binding is not None else None)
+    if collection is None:
+        return {"note": "the artifact is bound to no collection: pass --collection"}
+    state, shift = LiveMonitor(database, settings.audit).refresh(
+        collection=collection,
+        calibrator_version=artifact.version,
+        alpha=alpha,
+        reference=artifact.reference or None,
+        actor="cli",
+    )
+    out = state.to_json()
+    out["estimate"] = state.detail.get("estimate")
+    out["pending_reviews"] = state.detail.get("pending")
+    out["shift"] = None if shift is None else shift.to_json()
+    out["note"] = (
+        f"SAFE MODE ({state.mode}): the live rate is above alpha at confidence "
+        f"{1 - state.delta:g}; re-certify with `tribunal calibrate --collection {collection} "
+        "--from-audit`"
+        if state.mode != "normal"
+        else "the live bound holds at every time at once with probability "
+        f">= {1 - state.delta:g}, whatever the traffic"
+    )
     return out
 
 

@@ -21,19 +21,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import InvalidArgumentError, load_settings
+from ..core import InvalidArgumentError, jsonl_rows, load_settings
+from ..core.settings import CALIBRATOR_KINDS, RISK_METHOD_NAMES
 
 if TYPE_CHECKING:
-    from ..confidence import CalibrationBinding, ObservedCandidate, Traffic
+    from ..confidence import CalibrationBinding, CalibrationConfig, ObservedCandidate, Traffic
     from ..core import Settings
 
-__all__ = ["CALIBRATOR_CHOICES", "METHOD_CHOICES", "register"]
+__all__ = ["calibration_config", "register"]
 
 _SIGNALS_FORMAT = "tribunal.calibration-signals/1"
-# The names of tribunal.confidence's CALIBRATORS and RISK_METHODS, spelled out so the
-# CLI starts without importing the numeric stack (a test keeps them equal).
-CALIBRATOR_CHOICES = ("isotonic", "monotone", "platt", "temperature")
-METHOD_CHOICES = ("clopper-pearson", "ltt", "ltt-hb", "sgr")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -47,7 +44,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         '"answers": [ids of every entry that answers it; empty when none does]}.',
     )
     parser.add_argument("--collection", required=True, help="the KB collection the traffic asks")
-    parser.add_argument("--traffic", type=Path, required=True, help="labelled queries (JSONL)")
+    parser.add_argument(
+        "--traffic", type=Path, default=None, help="labelled queries (JSONL; or --from-audit)"
+    )
+    parser.add_argument(
+        "--from-audit",
+        action="store_true",
+        help="re-certify on the collection's reviewed live audits instead of --traffic "
+        "(thinned to a uniform sample; the new artifact ends a safe mode)",
+    )
+    parser.add_argument(
+        "--database-url", default=None, help="--from-audit: default settings.database_url"
+    )
+    parser.add_argument(
+        "--audit-since",
+        default=None,
+        help="--from-audit: only items audited since (30m, 2h, 7d or ISO time), e.g. since "
+        "the shift warning",
+    )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
     parser.add_argument(
         "--classes",
@@ -55,17 +69,27 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=None,
         help="answer-classes file: each query's answers are widened to their whole classes",
     )
+    # Every default below is the profile's `confidence` settings (shown in --help).
     parser.add_argument(
-        "--alpha", type=float, nargs="+", default=[0.05, 0.1, 0.2], help="target rates"
+        "--alpha", type=float, nargs="+", default=None, help="target rates (confidence.alphas)"
     )
     parser.add_argument(
-        "--delta", type=float, default=0.1, help="each guarantee holds with prob. 1 - delta"
+        "--delta",
+        type=float,
+        default=None,
+        help="each guarantee holds with prob. 1 - delta (confidence.delta)",
     )
     parser.add_argument(
-        "--method", choices=METHOD_CHOICES, default="ltt", help="risk control (ltt)"
+        "--method",
+        choices=RISK_METHOD_NAMES,
+        default=None,
+        help="risk control (confidence.method)",
     )
     parser.add_argument(
-        "--calibrator", choices=CALIBRATOR_CHOICES, default="monotone", help="(monotone)"
+        "--calibrator",
+        choices=CALIBRATOR_KINDS,
+        default=None,
+        help="calibrator kind (confidence.calibrator)",
     )
     parser.add_argument(
         "--signal",
@@ -75,11 +99,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "ensemble_p_match_margin retrieval_reciprocal_rank retrieval_score dense_score)",
     )
     parser.add_argument("--score", default=None, help="the column an isotonic/temperature reads")
-    parser.add_argument("--holdout-fraction", type=float, default=0.3, help="by group (0.3)")
     parser.add_argument(
-        "--fit-fraction", type=float, default=0.3, help="of the rest, fits the calibrator (0.3)"
+        "--holdout-fraction",
+        type=float,
+        default=None,
+        help="held out, by group (confidence.holdout_fraction)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the grouped split")
+    parser.add_argument(
+        "--fit-fraction",
+        type=float,
+        default=None,
+        help="of the rest, fits the calibrator (1 - confidence.risk_fraction)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seed of the grouped split (confidence.seed)"
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -157,11 +191,15 @@ def _observe(
 
     from ..confidence import CalibrationBinding, embedder_version
     from ..core.server import ServiceHost
-    from ..gateway import AnswerPipeline
-    from ..gateway._checks import AnswerPolicy
-    from ..gateway._stages import StageError, StageTransport
-    from ..gateway._wiring import connect_stages, serve_stages
-    from ..retrieval._verification import checker_version
+    from ..entailment import checker_version
+    from ..gateway import (
+        AnswerPipeline,
+        AnswerPolicy,
+        StageError,
+        StageTransport,
+        connect_stages,
+        serve_stages,
+    )
     from ..v1 import gateway_pb2, retrieval_pb2
 
     transport: StageTransport
@@ -178,7 +216,13 @@ def _observe(
         rrf_k=settings.retrieval.rrf_k,
         bm25_k1=settings.retrieval.bm25_k1,
     )
-    pipeline = AnswerPipeline(settings.gateway, transport, store=None, policy=policy)
+    pipeline = AnswerPipeline(
+        settings.gateway,
+        transport,
+        store=None,
+        policy=policy,
+        max_id_chars=settings.server.max_id_chars,
+    )
     observed: list[list[ObservedCandidate]] = []
     versions: set[tuple[str, str]] = set()
     failures: list[str] = []
@@ -295,7 +339,7 @@ def _read_signals(
 ) -> tuple[list[list[ObservedCandidate]], CalibrationBinding]:
     from ..confidence import CalibrationBinding, ObservedCandidate, Signals
 
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [row.value for row in jsonl_rows(path, field="from_signals")]
     if not lines or lines[0].get("format") != _SIGNALS_FORMAT:
         raise InvalidArgumentError(
             f"{path} is not a file written by --signals-out", field="from_signals"
@@ -335,9 +379,26 @@ def _with_classes(traffic: Traffic, path: Path) -> Traffic:
     )
 
 
+def calibration_config(args: argparse.Namespace, settings: Settings) -> CalibrationConfig:
+    """The command line's choices; each one it leaves out, the ``confidence`` setting's."""
+    from ..confidence import CalibrationConfig
+
+    return CalibrationConfig.from_settings(
+        settings.confidence,
+        calibrator=args.calibrator,
+        signals=tuple(args.signal) if args.signal else None,
+        score=args.score,
+        alphas=tuple(args.alpha) if args.alpha else None,
+        delta=args.delta,
+        method=args.method,
+        holdout_fraction=args.holdout_fraction,
+        fit_fraction=args.fit_fraction,
+        seed=args.seed,
+    )
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from ..confidence import (
-        CalibrationConfig,
         calibrate,
         calibration_markdown,
         default_artifact_path,
@@ -346,20 +407,11 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
 
     settings = load_settings(args.profile)
-    config = CalibrationConfig(
-        calibrator=args.calibrator,
-        signals=tuple(args.signal) if args.signal else None,
-        score=args.score,
-        alphas=tuple(args.alpha),
-        delta=args.delta,
-        method=args.method,
-        holdout_fraction=args.holdout_fraction,
-        fit_fraction=args.fit_fraction,
-        seed=args.seed,
-    )
-    traffic = read_traffic(args.traffic)
+    config = calibration_config(args, settings)
+    traffic = read_traffic(_traffic_path(args, settings))
     if args.classes is not None:
         traffic = _with_classes(traffic, args.classes)
+    settings, traffic = _tuned_part(settings, args.collection, traffic)
     started = time.perf_counter()
     if args.from_signals is not None:
         observed, binding = _read_signals(args.from_signals, traffic)
@@ -387,6 +439,54 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tuned_part(settings: Settings, collection: str, traffic: Traffic) -> tuple[Settings, Traffic]:
+    """With a tuned matcher for ``collection``: serve it, and keep only traffic it never saw
+    (:func:`tribunal.tuning.certifiable_traffic`)."""
+    from ..tuning import TunedMatcher, certifiable_traffic, current_tuned_dir
+
+    if settings.ensemble.matcher != "features":
+        return settings, traffic
+    directory = settings.ensemble.tuned_matcher or current_tuned_dir(settings.data_dir, collection)
+    if directory is None:
+        return settings, traffic
+    tuned = TunedMatcher.load(directory)
+    kept, note = certifiable_traffic(traffic, tuned, collection)
+    print(
+        f"tuned matcher {tuned.version}: calibrating on {len(kept)} of {len(traffic)} queries "
+        f"({note['traffic']})"
+    )
+    ensemble = settings.ensemble.model_copy(update={"tuned_matcher": directory})
+    return settings.model_copy(update={"ensemble": ensemble}), kept
+
+
+def _traffic_path(args: argparse.Namespace, settings: Settings) -> Path:
+    """``--traffic``, or the reviewed live audits written as traffic (``--from-audit``)."""
+    if args.from_audit == (args.traffic is not None):
+        raise InvalidArgumentError(
+            "give exactly one of --traffic FILE and --from-audit", field="traffic"
+        )
+    if args.traffic is not None:
+        return Path(args.traffic)
+    from ..audit import audit_traffic, write_audit_traffic
+    from ..core.storage import Database
+    from .audit import parse_since
+
+    rows, counts = audit_traffic(
+        Database(args.database_url or settings.database_url),
+        collection=args.collection,
+        votes_per_item=settings.audit.votes_per_item,
+        seed=args.seed,
+        since=parse_since(args.audit_since) if args.audit_since else None,
+    )
+    report_dir = args.report or Path(".build/calibrate") / args.collection
+    path = write_audit_traffic(rows, report_dir / "audit-traffic.jsonl")
+    print(
+        f"{counts['reviewed']} reviewed audit items, {counts['kept']} kept after thinning to "
+        f"one inclusion probability ({counts['answerable']} answerable): {path}"
+    )
+    return path
+
+
 def _writable_default(settings: Settings, resolved: Path) -> Path:
     """Never overwrite a shipped artifact by default: write the data_dir one instead."""
     if settings.confidence.artifact_path is not None:
@@ -398,7 +498,7 @@ def _writable_default(settings: Settings, resolved: Path) -> Path:
 
 
 def _kb_entries(settings: Settings, path: Path) -> list[Any]:
-    from ..retrieval import deduplicate, read_entries
+    from ..kb import deduplicate, read_entries
 
     entries, _ = deduplicate(
         read_entries(path, record_format="auto", max_chars=settings.retrieval.chunk_size_chars)
@@ -408,7 +508,7 @@ def _kb_entries(settings: Settings, path: Path) -> list[Any]:
 
 def _compute_classes(settings: Settings, kb: Path, rule: Any, rejected: Any, added: Any) -> Any:
     from ..confidence import AnswerClasses, candidate_links, file_sha256
-    from ..retrieval import load_profile_embedder
+    from ..embedding import load_profile_embedder
 
     entries = _kb_entries(settings, kb)
     ids = [e.id for e in entries]

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core import InvalidArgumentError, Settings, load_settings
+from ..core.settings import CALIBRATOR_KINDS, RISK_METHOD_NAMES
 from ._extras import require_extra
 
 __all__ = ["register"]
 
-_KINDS = ("platt", "isotonic", "temperature")
-_ALL_KINDS = (*_KINDS, "monotone")
-_METHODS = ("clopper-pearson", "ltt", "ltt-hb", "sgr")
+_SCORE_KINDS = tuple(kind for kind in CALIBRATOR_KINDS if kind != "monotone")
+"""What ``report`` compares by default: the calibrators of one score (and platt)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "calibrate` runs the stages itself and binds the artifact to the KB.",
     )
     fit.add_argument("--data", type=Path, required=True, help="labelled signals (JSONL)")
-    fit.add_argument("--calibrator", choices=_ALL_KINDS, default=None, help="default: settings")
+    fit.add_argument(
+        "--calibrator", choices=CALIBRATOR_KINDS, default=None, help="default: settings"
+    )
     fit.add_argument(
         "-o",
         "--output",
@@ -68,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     report.add_argument(
         "--calibrator",
         nargs="+",
-        default=list(_KINDS),
+        default=list(_SCORE_KINDS),
         metavar="KIND[:SCORE]",
         help="calibrators to fit, each optionally with its own score signal, e.g. platt "
         "isotonic:dense_score temperature:extra.token_set_ratio (default: all three on --score)",
@@ -92,9 +94,9 @@ def _add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
         "--method",
-        choices=_METHODS,
-        default="clopper-pearson",
-        help="risk control (see `tribunal calibrate --help`; default clopper-pearson)",
+        choices=RISK_METHOD_NAMES,
+        default=None,
+        help="risk control (see `tribunal calibrate --help`; default: confidence.method)",
     )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
 
@@ -131,7 +133,7 @@ def _fit_config(
         holdout_fraction=args.holdout_fraction or config.holdout_fraction,
         risk_fraction=args.risk_fraction or config.risk_fraction,
         seed=config.seed if args.seed is None else args.seed,
-        method=args.method,
+        method=args.method or config.method,
     )
 
 
@@ -197,9 +199,9 @@ def _report(args: argparse.Namespace) -> int:
     artifacts, skipped = [], []
     for spec in args.calibrator:
         kind, _, score = spec.partition(":")
-        if kind not in _ALL_KINDS:
+        if kind not in CALIBRATOR_KINDS:
             raise InvalidArgumentError(
-                f"unknown calibrator {kind!r} in {spec!r}; choose {', '.join(_ALL_KINDS)}",
+                f"unknown calibrator {kind!r} in {spec!r}; choose {', '.join(CALIBRATOR_KINDS)}",
                 field="calibrator",
             )
         try:

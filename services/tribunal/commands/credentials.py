@@ -20,8 +20,13 @@ from typing import Any
 import yaml
 
 from ..core import InvalidArgumentError, NotFoundError
-from ..core.server import Role, new_token, token_sha256
-from ..core.server._credentials import _Entry, _parse
+from ..core.server import (
+    Role,
+    credential_from_entry,
+    new_token,
+    read_credentials_file,
+    token_sha256,
+)
 
 __all__ = ["register"]
 
@@ -57,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _entries(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    _parse(path)  # refuses a file that is not a credentials file, with the reason
+    read_credentials_file(path)  # refuses a file that is not a credentials file, with the reason
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     return list(data.get("credentials", []))
 
@@ -92,7 +97,7 @@ def _new(args: argparse.Namespace) -> int:
     token = new_token()
     entry = {"name": args.name, "role": args.role, "token_sha256": token_sha256(token)}
     try:
-        _Entry.model_validate(entry)
+        credential_from_entry(entry)
     except ValueError as exc:
         raise InvalidArgumentError(f"credential {args.name!r}: {exc}", field="name") from None
     _write(args.file, [*entries, entry])

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core import NotFoundError, Settings, load_settings
+from ..core import NotFoundError, Settings, jsonl_rows, load_settings
 from ..core.server import ServiceHost
 
 __all__ = ["register"]
@@ -41,7 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
     parser.add_argument(
-        "--data", type=Path, default=Path("../shared/data/covid-qa"), help="COVID-QA folder"
+        "--data",
+        type=Path,
+        default=Path("../shared/data/covid-qa"),
+        help="the COVID-QA folder (faq_kb_en.jsonl, question_similarity_en.jsonl); default "
+        "../shared/data/covid-qa",
     )
     parser.add_argument("--collection", default="covid-demo")
     parser.add_argument("--queries", type=int, default=8, help="FAQ paraphrases to ask")
@@ -52,8 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         type=float,
         default=None,
         help="target hallucination rate: accept at the calibrator's threshold certified for "
-        "it (default: the profile's confidence.alpha; with none certified, nothing is "
-        "accepted and the demo says so)",
+        "it (default: the profile's confidence.alpha; with none certified the demo says so "
+        "and stops)",
     )
     parser.add_argument(
         "--plain-threshold",
@@ -77,6 +81,16 @@ def _certification(settings: Settings) -> str:
         where = (
             f" on {threshold.n} labelled queries of collection {binding.collection!r} "
             f"({binding.collection_version}, matcher {binding.matcher})"
+        )
+    from ..ensemble import served_feature_matcher
+
+    served = served_feature_matcher(settings)
+    if artifact.binding is not None and served is not None and served != artifact.binding.matcher:
+        return (
+            f"calibrator {artifact.version} was certified with matcher "
+            f"{artifact.binding.matcher}; the matcher served now is {served}: every answer "
+            "falls back (NO_CERTIFIED_THRESHOLD). Recalibrate: `tribunal calibrate "
+            f"--collection {artifact.binding.collection} --traffic LABELLED.jsonl`"
         )
     if threshold.threshold is None:
         return (
@@ -116,12 +130,16 @@ def _answer_classes() -> Any:
 
 def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | None]]:
     """(query, id of the FAQ entry it paraphrases) for a seeded sample, then out-of-scope ones."""
-    from ..retrieval import entry_from_record
+    from ..kb import entry_from_record
 
     source = folder / "question_similarity_en.jsonl"
     if not source.is_file():
-        raise NotFoundError(f"{source} does not exist: pass --data DIR (the covid-qa folder)")
-    rows = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+        raise NotFoundError(
+            f"{source} does not exist: the demo reads the COVID-QA data (faq_kb_en.jsonl, "
+            "question_similarity_en.jsonl), by default from ../shared/data/covid-qa beside "
+            "the clone; pass --data DIR (make demo DATA=DIR)"
+        )
+    rows = [row.value for row in jsonl_rows(source, field="data")]
     paraphrases = [r for r in rows if int(r["label"]) == 1]
     picked = random.Random(seed).sample(paraphrases, min(count, len(paraphrases)))
     asked: list[tuple[str, str | None]] = []
@@ -136,24 +154,41 @@ def _questions(folder: Path, count: int, seed: int) -> list[tuple[str, str | Non
     return asked
 
 
+def _faq_entries(settings: Settings, folder: Path) -> list[Any]:
+    """The FAQ's entries (``faq_kb_en.jsonl``), duplicates dropped."""
+    from ..kb import deduplicate, read_entries
+
+    entries, _ = deduplicate(
+        read_entries(
+            folder / "faq_kb_en.jsonl",
+            record_format="faq",
+            max_chars=settings.retrieval.chunk_size_chars,
+        )
+    )
+    return entries
+
+
 def _ingest(
-    settings: Settings, folder: Path, collection: str, *, match_vectors: bool = True
+    settings: Settings,
+    folder: Path,
+    collection: str,
+    *,
+    match_vectors: bool = True,
+    progress: bool = False,
 ) -> int:
     """The FAQ into ``collection`` under the ``self_evidenced`` policy, and (``match_vectors``)
-    the feature matcher's vectors of its entries; its size."""
+    the feature matcher's vectors of its entries; its size (``progress``: a bar, rate and
+    ETA, while the entries are embedded). No entailment checker loads: the entries'
+    chunks are cut from their answers."""
     from ..ensemble import precompute_entry_vectors
-    from ..retrieval import KnowledgeBase, deduplicate, read_entries
+    from ..retrieval import KnowledgeBase
 
+    entries = _faq_entries(settings, folder)
     kb = KnowledgeBase.from_settings(settings)
     try:
-        entries, _ = deduplicate(
-            read_entries(
-                folder / "faq_kb_en.jsonl",
-                record_format="faq",
-                max_chars=settings.retrieval.chunk_size_chars,
-            )
-        )
-        total = kb.upsert(collection, entries, create=True, self_evidenced=True).total_entries
+        total = kb.upsert(
+            collection, entries, create=True, self_evidenced=True, progress=progress
+        ).total_entries
     finally:
         kb.close()
     if match_vectors:  # the feature matcher's vectors of every entry: no question waits
@@ -201,72 +236,105 @@ def _start_gateway(settings: Settings) -> tuple[ServiceHost, int]:
 
     host = build_host(settings)
     port = host.start()
-    print(f"gateway on 127.0.0.1:{port}: loading every stage's models in this process ...")
-    started = time.perf_counter()
     if not host.wait_until_ready():
         host.stop(0)
         raise host.load_error or RuntimeError("the gateway did not become ready")
-    print(f"ready in {time.perf_counter() - started:.1f} s; audit store {settings.database_url}")
     return host, port
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from ..ensemble import precompute_entry_vectors
+    from ._calibration_check import require_calibration
+    from ._steps import Steps
+
+    settings = _in_process_settings(args.profile, args.plain_threshold, args.alpha)
+    # A calibrator that can accept nothing is said now, before anything loads.
+    require_calibration(settings, [args.collection])
+    classes = _answer_classes()
+    questions = _questions(args.data, args.queries, args.seed)
+    steps = Steps(4)
+    with steps.step(
+        f"ingest the COVID FAQ ({args.data / 'faq_kb_en.jsonl'}) into collection "
+        f"{args.collection!r}: the retrieval embedder embeds each entry once"
+    ):
+        total = _ingest(settings, args.data, args.collection, match_vectors=False, progress=True)
+    print(
+        f"    {total} FAQ entries, served under the collection's self_evidenced policy (the "
+        "FAQ's answers are their own source: no entailment model runs)"
+    )
+    with steps.step("the feature matcher's vectors of every entry (embedded once, then kept)"):
+        fresh = precompute_entry_vectors(settings, _faq_entries(settings, args.data), progress=True)
+    print(f"    {fresh} new texts embedded" if fresh else "    every text was kept from before")
+    problem = require_calibration(settings, [args.collection])  # the collection exists now
+    if settings.confidence.plain_threshold is None:
+        print(_certification(settings))
+    if problem is not None:
+        print(f"NOTE: {problem}")
+    with steps.step(
+        "load the gateway with the stages Answer calls (retrieval, ensemble, confidence) in "
+        "this process; entailment and debate load only if called"
+    ):
+        host, port = _start_gateway(settings)
+    print(f"    gateway on 127.0.0.1:{port}; audit store {settings.database_url}")
+    with steps.step(f"answer {len(questions)} questions"):
+        try:
+            rows = _answer_all(settings, port, args.collection, questions, classes)
+        finally:
+            host.stop(0)
+    _report(rows, args.out)
+    print(f"first answer after {steps.elapsed_s:.0f} s in all")
+    return 0
+
+
+def _answer_all(
+    settings: Settings,
+    port: int,
+    collection: str,
+    questions: list[tuple[str, str | None]],
+    classes: Any,
+) -> list[dict[str, Any]]:
     import grpc
     from tqdm import tqdm
 
     from ..v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
 
-    settings = _in_process_settings(args.profile, args.plain_threshold, args.alpha)
-    if settings.confidence.plain_threshold is None:
-        print(_certification(settings))
-    classes = _answer_classes()
-    questions = _questions(args.data, args.queries, args.seed)
-    started = time.perf_counter()
-    total = _ingest(settings, args.data, args.collection)
-    seconds = time.perf_counter() - started
-    print(
-        f"collection {args.collection!r}: {total} FAQ entries ({seconds:.1f} s), served under "
-        "its self_evidenced policy (the FAQ's answers are their own source)"
-    )
-    host, port = _start_gateway(settings)
-
     rows: list[dict[str, Any]] = []
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = gateway_pb2_grpc.GatewayServiceStub(channel)  # type: ignore[no-untyped-call]
-            for query, expected in tqdm(questions, desc="answering", unit="query"):
-                asked = time.perf_counter()
-                reply = stub.Answer(
-                    gateway_pb2.AnswerRequest(query=query, collection=args.collection),
-                    timeout=settings.gateway.deadline_s + 5,
-                )
-                decision = common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_")
-                rows.append(
-                    {
-                        "query": query,
-                        "expected_entry": expected,
-                        "decision": decision,
-                        "kb_entry_id": reply.kb_entry_id,
-                        # Right when the entry answers the query: the expected one or an
-                        # equivalent entry of another agency (the FAQ's answer classes).
-                        "correct": (
-                            reply.kb_entry_id in classes.class_of(expected)
-                            if expected is not None
-                            else not reply.kb_entry_id
-                        ),
-                        "confidence": reply.confidence if reply.HasField("confidence") else None,
-                        "threshold": reply.threshold,
-                        "reason": gateway_pb2.FallbackReason.Name(reply.fallback_reason),
-                        "seconds": round(time.perf_counter() - asked, 2),
-                        "answer": reply.answer,
-                        "evidence_policy": reply.evidence_policy,
-                        "answer_sha256": reply.answer_sha256,
-                        "audit_id": reply.audit_id,
-                    }
-                )
-    finally:
-        host.stop(0)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = gateway_pb2_grpc.GatewayServiceStub(channel)  # type: ignore[no-untyped-call]
+        for query, expected in tqdm(questions, desc="answering", unit="query"):
+            asked = time.perf_counter()
+            reply = stub.Answer(
+                gateway_pb2.AnswerRequest(query=query, collection=collection),
+                timeout=settings.gateway.deadline_s + 5,
+            )
+            decision = common_pb2.Decision.Name(reply.decision).removeprefix("DECISION_")
+            rows.append(
+                {
+                    "query": query,
+                    "expected_entry": expected,
+                    "decision": decision,
+                    "kb_entry_id": reply.kb_entry_id,
+                    # Right when the entry answers the query: the expected one or an
+                    # equivalent entry of another agency (the FAQ's answer classes).
+                    "correct": (
+                        reply.kb_entry_id in classes.class_of(expected)
+                        if expected is not None
+                        else not reply.kb_entry_id
+                    ),
+                    "confidence": reply.confidence if reply.HasField("confidence") else None,
+                    "threshold": reply.threshold,
+                    "reason": gateway_pb2.FallbackReason.Name(reply.fallback_reason),
+                    "seconds": round(time.perf_counter() - asked, 3),
+                    "answer": reply.answer,
+                    "evidence_policy": reply.evidence_policy,
+                    "answer_sha256": reply.answer_sha256,
+                    "audit_id": reply.audit_id,
+                }
+            )
+    return rows
 
+
+def _report(rows: list[dict[str, Any]], out: Path) -> None:
     print()
     print("| query | decision | confidence | right entry (or rightly refused) | s |")
     print("|---|---|---|---|---|")
@@ -276,13 +344,15 @@ def _demo(args: argparse.Namespace) -> int:
         cells = [row["query"][:60], row["decision"], confidence, verdict, str(row["seconds"])]
         print("| " + " | ".join(cells) + " |")
     accepted = [r for r in rows if r["decision"] == "ACCEPT"]
-    wrong = [r for r in accepted if not r["correct"]]
+    wrong = [r for r in accepted if not r["correct"] and r["expected_entry"] is not None]
+    out_of_scope = [r for r in accepted if r["expected_entry"] is None]
+    seconds = sorted(r["seconds"] for r in rows)
     print(
         f"\n{len(rows)} questions: {len(accepted)} answered from the FAQ "
-        f"({len(wrong)} with a wrong entry), {len(rows) - len(accepted)} fell back; "
-        f"every decision is in the audit store (`tribunal audit list`)."
+        f"({len(wrong)} with a wrong entry, {len(out_of_scope)} out of scope), "
+        f"{len(rows) - len(accepted)} fell back; median answer {seconds[len(seconds) // 2]:.3f} s; "
+        "every decision is in the audit store (`tribunal audit list`)."
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(rows, indent=2))
-    print(f"details: {args.out}")
-    return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2))
+    print(f"details: {out}")

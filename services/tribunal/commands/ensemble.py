@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.settings import AGGREGATOR_NAMES
+
 __all__ = ["register"]
 
 _DATASET = Path(".build/ensemble/dataset")
@@ -39,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _model_options(train)
     train.add_argument(
         "--default-aggregator",
-        choices=("majority", "weighted", "neural", "latent"),
+        choices=AGGREGATOR_NAMES,
         default="latent",
         help="the artifact's default (export-signals uses it; the service uses "
         "ensemble.aggregator)",

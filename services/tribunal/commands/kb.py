@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..core import Settings
-    from ..retrieval import AuditedWrites, KbEntry, KnowledgeBase
+    from ..kb import KbEntry
+    from ..retrieval import AuditedWrites, KnowledgeBase
 
 __all__ = ["register"]
 
@@ -121,7 +122,7 @@ def _actor() -> str:
 def _ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..retrieval import deduplicate, read_entries
+    from ..kb import deduplicate, read_entries
 
     kb = _open(args)
     writes = _audited(args, kb)

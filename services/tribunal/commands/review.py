@@ -16,6 +16,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..core import InvalidArgumentError, load_settings
 from ..core.storage import Database
@@ -99,9 +100,7 @@ def _database(args: argparse.Namespace) -> Database:
 
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: the web stack (starlette, uvicorn) loads only for this command.
-    from ..jobs._review import ReviewQueue, debate_rounds, load_attention
-    from ..jobs._review_annotators import AnnotatorRegistry
-    from ..jobs._review_web import review_server
+    from ..jobs import AnnotatorRegistry, ReviewQueue, debate_rounds, load_attention, review_server
 
     attention = load_attention(args.attention) if args.attention else []
     bare = sum(1 for item in attention if not debate_rounds(item.history))
@@ -119,6 +118,7 @@ def _serve(args: argparse.Namespace) -> int:
         attention_rate=args.attention_rate if attention else 0.0,
         seed=args.seed,
         job=args.job,
+        on_vote=_live_audit_hook(args, _database(args)),
     )
     annotators = AnnotatorRegistry(queue.db)
     if not any(not entry["revoked"] for entry in annotators.names()):
@@ -147,8 +147,21 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _live_audit_hook(args: argparse.Namespace, db: Any) -> Any:
+    """After a vote on a live-audit item: recompute its collection's live bound (and enter
+    the safe mode when the bound shows a violation)."""
+    settings = load_settings(args.profile)
+
+    def refresh(item_id: str) -> None:
+        from ..audit import refresh_after_review
+
+        refresh_after_review(db, settings, item_id)
+
+    return refresh
+
+
 def _stats(args: argparse.Namespace) -> int:
-    from ..jobs._review import review_stats
+    from ..jobs import review_stats
 
     summary = review_stats(_database(args), votes_per_item=args.votes_per_item, job=args.job)
     print(json.dumps(summary, indent=2))
@@ -160,7 +173,7 @@ def _export(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(
             "--min-attention-accuracy must be in [0, 1]", field="min_attention_accuracy"
         )
-    from ..jobs._review import export_votes
+    from ..jobs import export_votes
 
     rows = export_votes(
         _database(args),
@@ -179,7 +192,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _add_annotator(args: argparse.Namespace) -> int:
-    from ..jobs._review_annotators import AnnotatorRegistry
+    from ..jobs import AnnotatorRegistry
 
     key = AnnotatorRegistry(_database(args)).add(args.name)
     print(key)
@@ -192,7 +205,7 @@ def _add_annotator(args: argparse.Namespace) -> int:
 
 
 def _remove_annotator(args: argparse.Namespace) -> int:
-    from ..jobs._review_annotators import AnnotatorRegistry
+    from ..jobs import AnnotatorRegistry
 
     AnnotatorRegistry(_database(args)).remove(args.name)
     print(f"annotator {args.name!r} can no longer sign in; their votes stay", file=sys.stderr)
@@ -200,7 +213,7 @@ def _remove_annotator(args: argparse.Namespace) -> int:
 
 
 def _annotators(args: argparse.Namespace) -> int:
-    from ..jobs._review_annotators import AnnotatorRegistry
+    from ..jobs import AnnotatorRegistry
 
     print(json.dumps(AnnotatorRegistry(_database(args)).names(), indent=2))
     return 0

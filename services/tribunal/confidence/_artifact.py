@@ -77,6 +77,10 @@ class CalibratorArtifact:
     """What the calibration is bound to; None for a fit from a signals file (unbound)."""
     format: str = ARTIFACT_FORMAT
     """:data:`ARTIFACT_FORMAT`, or :data:`LEGACY_FORMAT` for an older file read back."""
+    reference: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    """A sample of the calibration traffic's signals (per query not used in fitting: the
+    served confidence, the top-1 similarity), the baseline the live shift test compares
+    with; empty for artifacts fitted before it was kept (part of the version when set)."""
 
     def content(self) -> dict[str, Any]:
         """Everything the version is derived from."""
@@ -99,6 +103,8 @@ class CalibratorArtifact:
         }
         if not legacy:
             document["binding"] = None if self.binding is None else self.binding.to_dict()
+        if self.reference:
+            document["reference"] = {k: list(v) for k, v in sorted(self.reference.items())}
         content: dict[str, Any] = json_ready(document)
         return content
 
@@ -184,6 +190,10 @@ class CalibratorArtifact:
                     else None
                 ),
                 format=document["format"],
+                reference={
+                    str(k): tuple(float(x) for x in v)
+                    for k, v in (document.get("reference") or {}).items()
+                },
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise FailedPreconditionError(

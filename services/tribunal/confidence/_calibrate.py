@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import InvalidArgumentError
+from ..core.settings import CalibratorKind, ConfidenceSettings, RiskMethod
 from ._artifact import CalibratorArtifact
 from ._binding import CalibrationBinding
 from ._calibrators import Calibrator
@@ -51,30 +52,52 @@ class ObservedCandidate:
     signals: Signals
 
 
+_DEFAULTS = ConfidenceSettings()
+"""The ``confidence`` settings' defaults: the defaults of every field below."""
+
+
+def _fit_fraction(risk_fraction: float) -> float:
+    return round(1.0 - risk_fraction, 12)
+
+
 @dataclass(frozen=True)
 class CalibrationConfig:
-    """How to calibrate."""
+    """How to calibrate; each default is the ``confidence`` setting's
+    (:meth:`from_settings` takes a profile's)."""
 
-    calibrator: str = "monotone"
+    calibrator: CalibratorKind = _DEFAULTS.calibrator
     """Calibrator kind (``monotone`` reads only KB-independent signals)."""
     signals: tuple[str, ...] | None = None
     """Columns of the monotone calibrator (default: :data:`PORTABLE_SIGNALS`)."""
     score: str | None = None
     """The one column an isotonic or temperature calibrator reads."""
-    alphas: tuple[float, ...] = (0.05, 0.1, 0.2)
+    alphas: tuple[float, ...] = _DEFAULTS.alphas
     """Target hallucination rates, one certified threshold each."""
-    delta: float = 0.1
+    delta: float = _DEFAULTS.delta
     """Each guarantee holds with probability ≥ 1 − δ."""
-    method: str = "ltt"
+    method: RiskMethod = _DEFAULTS.method
     """Risk-control method (``RISK_METHODS``)."""
-    holdout_fraction: float = 0.3
+    holdout_fraction: float = _DEFAULTS.holdout_fraction
     """Share of the queries (by group) held out for the report."""
-    fit_fraction: float = 0.3
+    fit_fraction: float = _fit_fraction(_DEFAULTS.risk_fraction)
     """Share of the remaining queries (by group) that fit the calibrator; the rest certify
-    (the monotone calibrator has at most nine parameters: a few dozen queries fit it,
-    and every query left to certify tightens the bound)."""
-    seed: int = 0
+    (``1 - confidence.risk_fraction``)."""
+    seed: int = _DEFAULTS.seed
     """Seed of the grouped split."""
+
+    @classmethod
+    def from_settings(cls, settings: ConfidenceSettings, **given: Any) -> CalibrationConfig:
+        """The settings' choices, overridden by each ``given`` value that is not None."""
+        defaults: dict[str, Any] = {
+            "calibrator": settings.calibrator,
+            "alphas": settings.alphas,
+            "delta": settings.delta,
+            "method": settings.method,
+            "holdout_fraction": settings.holdout_fraction,
+            "fit_fraction": _fit_fraction(settings.risk_fraction),
+            "seed": settings.seed,
+        }
+        return cls(**{**defaults, **{k: v for k, v in given.items() if v is not None}})
 
     def __post_init__(self) -> None:
         if self.calibrator not in CALIBRATORS:
@@ -159,6 +182,28 @@ def _curve(confidence: NDArray[np.float64], right: NDArray[np.int64]) -> dict[st
             float(e) / float(a) for e, a in zip(curve.errors, curve.accepted, strict=True)
         ],
     }
+
+
+def _reference(
+    calibrator: Calibrator,
+    observed: Sequence[Sequence[ObservedCandidate]],
+    rows: NDArray[np.int64],
+) -> dict[str, list[float]]:
+    """The live shift test's baseline, on the queries the calibrator was not fitted on:
+    per query with candidates, the served (best) confidence and the top-1 similarity
+    (the highest dense cosine among its candidates) — what the gateway audits."""
+    confidence: list[float] = []
+    similarity: list[float] = []
+    for row in sorted(int(r) for r in rows):
+        candidates = observed[row]
+        if not candidates:
+            continue
+        scores = calibrator.predict([c.signals for c in candidates])
+        confidence.append(round(float(np.max(scores)), 6))
+        dense = [c.signals.dense_score for c in candidates if c.signals.dense_score is not None]
+        if dense:
+            similarity.append(round(float(max(dense)), 6))
+    return {"confidence": confidence, "top1_similarity": similarity}
 
 
 @dataclass(frozen=True)
@@ -247,6 +292,7 @@ def calibrate(
     }
     extra: dict[str, Any] = {} if created is None else {"created": created}
     artifact = CalibratorArtifact(
+        reference=_reference(calibrator, observed, np.concatenate([split.risk, split.holdout])),
         calibrator=calibrator,
         thresholds=thresholds,
         config=config.to_dict(),

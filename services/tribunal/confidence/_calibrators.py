@@ -27,7 +27,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -37,6 +37,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from ..core import FailedPreconditionError, InvalidArgumentError
+from ..core.settings import CalibratorKind
 from ._features import FeatureSpace, signal_values
 from ._signals import Signals
 
@@ -47,8 +48,6 @@ __all__ = [
     "PlattCalibrator",
     "TemperatureCalibrator",
 ]
-
-CalibratorKind = Literal["platt", "isotonic", "temperature", "monotone"]
 
 
 def _training_labels(labels: ArrayLike, n: int) -> NDArray[np.int64]:

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.model_selection import train_test_split
 
-from ..core import InvalidArgumentError, NotFoundError
+from ..core import InvalidArgumentError, NotFoundError, jsonl_rows
 from ._signals import Signals
 
 __all__ = [
@@ -62,18 +62,10 @@ def read_labelled_signals(path: Path) -> LabelledSignals:
     """
     if not path.is_file():
         raise NotFoundError(f"data file {path} does not exist")
-    raw = path.read_bytes()
     signals: list[Signals] = []
     labels: list[int] = []
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{number}"
-        try:
-            row: Any = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidArgumentError(f"{where}: not JSON ({exc.msg})", field="data") from None
-        if not isinstance(row, dict) or "signals" not in row or "label" not in row:
+    for where, _, row in jsonl_rows(path, field="data"):
+        if "signals" not in row or "label" not in row:
             raise InvalidArgumentError(
                 f"{where}: each line needs 'signals' (an object) and 'label' (0 or 1)",
                 field="data",
@@ -92,7 +84,7 @@ def read_labelled_signals(path: Path) -> LabelledSignals:
     return LabelledSignals(
         tuple(signals),
         np.asarray(labels, dtype=np.int64),
-        hashlib.sha256(raw).hexdigest(),
+        hashlib.sha256(path.read_bytes()).hexdigest(),
         str(path),
     )
 

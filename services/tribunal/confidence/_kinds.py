@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..core import InvalidArgumentError
+from ..core.settings import CALIBRATOR_KINDS
 from ._calibrators import (
     Calibrator,
     CalibratorKind,
@@ -20,6 +21,7 @@ CALIBRATORS: dict[CalibratorKind, type[Calibrator]] = {
     "temperature": TemperatureCalibrator,
     "monotone": MonotoneCalibrator,
 }
+assert tuple(CALIBRATORS) == CALIBRATOR_KINDS
 
 
 def make_calibrator(

@@ -17,19 +17,17 @@ items is ≤ α — and differs in how much coverage it keeps on a few hundred i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, get_args
 
 from numpy.typing import ArrayLike
 
 from ..core import InvalidArgumentError
+from ..core.settings import RISK_METHOD_NAMES, RiskMethod
 from ._clopper_pearson import select_risk_threshold
 from ._learn_then_test import learn_then_test_threshold
 from ._sgr import sgr_threshold
 from ._threshold import RiskThreshold
 
 __all__ = ["RISK_METHODS", "RiskMethod", "select_threshold"]
-
-RiskMethod = Literal["clopper-pearson", "ltt", "ltt-hb", "sgr"]
 
 
 def _ltt_hb(
@@ -46,7 +44,7 @@ RISK_METHODS: dict[str, Callable[..., RiskThreshold]] = {
     "ltt-hb": _ltt_hb,
     "sgr": sgr_threshold,
 }
-assert set(RISK_METHODS) == set(get_args(RiskMethod))
+assert tuple(RISK_METHODS) == RISK_METHOD_NAMES
 
 
 def select_threshold(

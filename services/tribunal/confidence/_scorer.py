@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import ConfigError, InvalidArgumentError, TribunalError
-from ..core._artifacts import resolve_artifact
+from ..core import ConfigError, InvalidArgumentError, TribunalError, resolve_artifact
 from ._artifact import CalibratorArtifact
 from ._binding import embedder_version
 from ._signals import Signals

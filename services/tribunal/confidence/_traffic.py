@@ -15,7 +15,6 @@ parts (a query the KB cannot answer is its own group). Other keys are ignored.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..core import InvalidArgumentError, NotFoundError
+from ..core import InvalidArgumentError, NotFoundError, jsonl_rows
 
 __all__ = ["LabelledQuery", "Traffic", "TrafficSplit", "read_traffic", "split_traffic"]
 
@@ -79,18 +78,8 @@ def read_traffic(path: Path) -> Traffic:
     """
     if not path.is_file():
         raise NotFoundError(f"traffic file {path} does not exist")
-    raw = path.read_bytes()
     queries: list[LabelledQuery] = []
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidArgumentError(f"{where}: not JSON ({exc.msg})", field="traffic") from None
-        if not isinstance(row, dict):
-            raise InvalidArgumentError(f"{where}: each line must be a JSON object", field="traffic")
+    for where, _, row in jsonl_rows(path, field="traffic"):
         query = row.get("query")
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgumentError(
@@ -109,7 +98,7 @@ def read_traffic(path: Path) -> Traffic:
         queries.append(LabelledQuery(query, ids, _group(row, ids, query)))
     if not queries:
         raise InvalidArgumentError(f"{path} holds no queries", field="traffic")
-    return Traffic(tuple(queries), hashlib.sha256(raw).hexdigest(), path.name)
+    return Traffic(tuple(queries), hashlib.sha256(path.read_bytes()).hexdigest(), path.name)
 
 
 @dataclass(frozen=True)

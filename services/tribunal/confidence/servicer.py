@@ -10,20 +10,16 @@ from __future__ import annotations
 import grpc
 
 from ..core import InvalidArgumentError, ResourceExhaustedError, Settings, TribunalError
-from ..core.server import RequestLimits, ServiceBinding, ServiceHost
+from ..core.server import ServiceHost
 from ..v1 import common_pb2, confidence_pb2, confidence_pb2_grpc
+from ._proto import signals_from_proto
 from ._scorer import ConfidenceScorer, RequestVersions, ScoreResult, ThresholdStatus
-from ._signals import SCALAR_FIELDS, DebateOutcome, Signals
+from ._signals import Signals
 
 __all__ = ["ConfidenceServicer", "build_host", "response_from_result", "signals_from_proto"]
 
 SERVICE_NAME = "tribunal.v1.ConfidenceService"
 
-_DEBATE = {
-    confidence_pb2.DEBATE_SIGNAL_AGREED_RELEVANT: DebateOutcome.AGREED_RELEVANT,
-    confidence_pb2.DEBATE_SIGNAL_AGREED_IRRELEVANT: DebateOutcome.AGREED_IRRELEVANT,
-    confidence_pb2.DEBATE_SIGNAL_DISAGREED: DebateOutcome.DISAGREED,
-}
 _THRESHOLD_STATUS = {
     ThresholdStatus.CERTIFIED: confidence_pb2.THRESHOLD_STATUS_CERTIFIED,
     ThresholdStatus.PLAIN: confidence_pb2.THRESHOLD_STATUS_PLAIN,
@@ -34,24 +30,6 @@ _DECISION = {
     "escalate": common_pb2.DECISION_ESCALATE,
     "fallback": common_pb2.DECISION_FALLBACK,
 }
-
-
-def signals_from_proto(message: confidence_pb2.Signals) -> Signals:
-    """Unset optional fields become ``None`` (missing), never their proto default 0."""
-    values: dict[str, object] = {
-        name: getattr(message, name) for name in SCALAR_FIELDS if message.HasField(name)
-    }
-    if message.debate != confidence_pb2.DEBATE_SIGNAL_UNSPECIFIED:
-        if message.debate not in _DEBATE:
-            raise InvalidArgumentError(
-                f"unknown debate signal {message.debate}", field="signals.debate"
-            )
-        values["debate"] = _DEBATE[message.debate]
-    return Signals(
-        judge_p_yes=dict(message.judge_p_yes),
-        extra=dict(message.extra),
-        **values,  # type: ignore[arg-type]
-    )
 
 
 def response_from_result(result: ScoreResult, item_id: str = "") -> confidence_pb2.ScoreResponse:
@@ -136,17 +114,11 @@ def build_host(settings: Settings) -> ServiceHost:
     def load() -> None:
         servicer.scorer = ConfidenceScorer.from_settings(settings)
 
-    return ServiceHost(
-        settings.server,
-        request_limits=RequestLimits.from_settings(settings),
+    return ServiceHost.for_servicer(
+        settings,
         name="confidence",
-        bindings=[
-            ServiceBinding(
-                SERVICE_NAME,
-                lambda server: confidence_pb2_grpc.add_ConfidenceServiceServicer_to_server(  # type: ignore[no-untyped-call]
-                    servicer, server
-                ),
-            )
-        ],
+        full_name=SERVICE_NAME,
+        add_servicer=confidence_pb2_grpc.add_ConfidenceServiceServicer_to_server,
+        servicer=servicer,
         loader=load,
     )

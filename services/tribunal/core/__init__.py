@@ -4,7 +4,8 @@ Framework-free: nothing here imports grpc or ray. The gRPC runtime is in
 :mod:`tribunal.core.server`; model artifacts in :mod:`tribunal.core.models`.
 """
 
-from ._deadline import RequestBudget, check_deadline, request_scope, time_left
+from ._artifacts import resolve_artifact, shipped_artifact
+from ._deadline import RequestBudget, check_deadline, request_scope
 from ._errors import (
     ConfigError,
     DeadlineExceededError,
@@ -12,8 +13,6 @@ from ._errors import (
     FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
-    ModelIntegrityError,
-    ModelNotInstalledError,
     NotFoundError,
     PermissionDeniedError,
     ResourceExhaustedError,
@@ -21,68 +20,59 @@ from ._errors import (
     UnauthenticatedError,
     UnavailableError,
 )
+from ._jsonl import JsonlRow, jsonl_rows, parse_jsonl
 from ._loading import MODEL_LOAD_LOCK, load_embedder, model_path, resolve_device
-from ._logging import JsonFormatter, configure_logging
+from ._logging import configure_logging, quiet_third_party
 from ._text import pack_sentences, split_sentences, split_text
+from ._threads import apply_thread_policy
 from .settings import (
-    ConfidenceSettings,
-    DebateSettings,
     DeploymentSettings,
     EnsembleSettings,
-    EntailmentSettings,
     GatewaySettings,
-    LLMSettings,
-    ModelSpec,
     RetrievalSettings,
-    RoleSettings,
     ServerSettings,
     Settings,
     available_profiles,
     load_settings,
-    resolve_profile_path,
 )
 
 __all__ = [
     "MODEL_LOAD_LOCK",
-    "ConfidenceSettings",
     "ConfigError",
     "DeadlineExceededError",
-    "DebateSettings",
     "DeploymentSettings",
     "EnsembleSettings",
-    "EntailmentSettings",
     "ErrorCode",
     "FailedPreconditionError",
     "GatewaySettings",
     "InternalError",
     "InvalidArgumentError",
-    "JsonFormatter",
-    "LLMSettings",
-    "ModelIntegrityError",
-    "ModelNotInstalledError",
-    "ModelSpec",
+    "JsonlRow",
     "NotFoundError",
     "PermissionDeniedError",
     "RequestBudget",
     "ResourceExhaustedError",
     "RetrievalSettings",
-    "RoleSettings",
     "ServerSettings",
     "Settings",
     "TribunalError",
     "UnauthenticatedError",
     "UnavailableError",
+    "apply_thread_policy",
     "available_profiles",
     "check_deadline",
     "configure_logging",
+    "jsonl_rows",
     "load_embedder",
     "load_settings",
     "model_path",
     "pack_sentences",
+    "parse_jsonl",
+    "quiet_third_party",
     "request_scope",
+    "resolve_artifact",
     "resolve_device",
-    "resolve_profile_path",
+    "shipped_artifact",
     "split_sentences",
     "split_text",
-    "time_left",
 ]

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
+import warnings
 from typing import Any, Literal
 
-__all__ = ["JsonFormatter", "configure_logging"]
+__all__ = ["JsonFormatter", "configure_logging", "quiet_third_party"]
+
+_THIRD_PARTY_LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub", "accelerate")
+"""Libraries whose warnings are about their own internals (a config key they ignore,
+weights they tie) and say nothing a Tribunal user can act on."""
 
 # Attributes every LogRecord has; anything else came in through ``extra``.
 _STANDARD_ATTRS = frozenset(
@@ -55,3 +61,22 @@ def configure_logging(
     handler._tribunal = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level.upper())
+
+
+def quiet_third_party() -> None:
+    """Silence the model libraries' warnings and progress bars ("Loading weights",
+    ``loss_type=None``, tqdm bars of their downloads and batches) in this process and
+    the processes it starts; errors still show. ``tribunal --verbose`` skips this."""
+    # Read by the libraries when they first configure themselves (and by child processes).
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for name in _THIRD_PARTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    for module in _THIRD_PARTY_LOGGERS:
+        warnings.filterwarnings("ignore", module=rf"{module}(\.|$)")
+    if "transformers" in sys.modules:  # already imported: its bars were configured
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]

@@ -14,9 +14,7 @@ application :mod:`.app`.
     result = debate.assess(DebateItem(query="...", chunk="...", answers=("...",)))
 """
 
-from ._debate import MAX_ROUNDS_LIMIT, DreamDebate
 from ._factory import build_debate
-from ._turns import AdjudicatorAnswer, AgentAnswer
 from ._types import (
     AGENT_STANCES,
     Adjudication,
@@ -26,22 +24,16 @@ from ._types import (
     DebateOutcome,
     DebateResult,
     DebateRound,
-    decide,
 )
 
 __all__ = [
     "AGENT_STANCES",
-    "MAX_ROUNDS_LIMIT",
     "Adjudication",
-    "AdjudicatorAnswer",
-    "AgentAnswer",
     "AgentTurn",
     "DebateItem",
     "DebateLabel",
     "DebateOutcome",
     "DebateResult",
     "DebateRound",
-    "DreamDebate",
     "build_debate",
-    "decide",
 ]

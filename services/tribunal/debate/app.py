@@ -19,7 +19,7 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import ServeApp
+from ..deploy import ServeApp, gathered, size_gathered
 from ..v1 import debate_pb2
 from ._debate import DreamDebate
 from ._factory import build_debate
@@ -38,20 +38,17 @@ class DebateDeployment(ServeApp, service="debate"):
         super().__init__(settings)
         self.profile = settings.profile
         self.debate: DreamDebate = build_debate(settings)
-        options = settings.debate.deployment
-        self.assess_one.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
-        self.assess_one.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
+        size_gathered(self, settings.debate.deployment)
 
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
-    async def assess_one(self, items: list[DebateItem]) -> list[DebateResult]:
+    @gathered
+    def assess_one(self, items: list[DebateItem]) -> list[DebateResult]:
         """One item in, one result out; Serve gathers concurrent calls into one debate batch."""
-        return await asyncio.to_thread(self.debate.assess_many, items)
+        return self.debate.assess_many(items)
 
     async def assess(self, item: DebateItem) -> DebateResult:
         # Reject bad input here, alone: inside a gathered batch it would fail the others.
         self.debate.validate([item])
-        result: DebateResult = await self.assess_one(item)
-        return result
+        return await self.assess_one(item)
 
     async def assess_many(self, items: list[DebateItem]) -> list[DebateResult]:
         """A caller's own batch runs as it is (already a batch)."""

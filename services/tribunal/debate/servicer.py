@@ -14,7 +14,7 @@ import grpc
 
 from ..core import Settings, UnavailableError
 from ..core.llm import Usage
-from ..core.server import RequestLimits, ServiceBinding, ServiceHost
+from ..core.server import ServiceHost
 from ..v1 import common_pb2, debate_pb2, debate_pb2_grpc
 from ._debate import DreamDebate
 from ._types import AgentTurn, DebateItem, DebateLabel, DebateOutcome, DebateResult
@@ -135,17 +135,11 @@ def build_host(settings: Settings) -> ServiceHost:
     from ._factory import build_debate
 
     servicer = DebateServicer()
-    return ServiceHost(
-        settings.server,
-        request_limits=RequestLimits.from_settings(settings),
+    return ServiceHost.for_servicer(
+        settings,
         name="debate",
-        bindings=[
-            ServiceBinding(
-                SERVICE_NAME,
-                lambda server: debate_pb2_grpc.add_DebateServiceServicer_to_server(  # type: ignore[no-untyped-call]
-                    servicer, server
-                ),
-            )
-        ],
+        full_name=SERVICE_NAME,
+        add_servicer=debate_pb2_grpc.add_DebateServiceServicer_to_server,
+        servicer=servicer,
         loader=lambda: servicer.set_debate(build_debate(settings)),
     )

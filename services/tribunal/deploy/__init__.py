@@ -22,40 +22,26 @@
 Importing this package does not import Ray; the functions do, when called.
 """
 
-from ._config import (
-    APPLICATIONS,
-    GRPC_SERVICER_FUNCTIONS,
-    serve_config,
-    validate_serve_config,
-)
-from ._grpc import HANDLE_CALLER, ServeApp, grpc_status, proto_methods, serve_caller
-from ._local import (
-    LocalServe,
-    deploy,
-    ray_memory,
-    replica_counts,
-    start_local,
-    wait_running,
-)
-from ._registry import SERVICES, STAGES, ServiceSpec, service
+from ._config import APPLICATIONS, serve_config, validate_serve_config
+from ._gathered import gathered, size_gathered
+from ._grpc import ServeApp, serve_caller
+from ._local import deploy, ray_memory, replica_counts, set_ray_auth, start_local, wait_running
+from ._registry import SERVICES, STAGES, ServiceSpec
 
 __all__ = [
     "APPLICATIONS",
-    "GRPC_SERVICER_FUNCTIONS",
-    "HANDLE_CALLER",
     "SERVICES",
     "STAGES",
-    "LocalServe",
     "ServeApp",
     "ServiceSpec",
     "deploy",
-    "grpc_status",
-    "proto_methods",
+    "gathered",
     "ray_memory",
     "replica_counts",
     "serve_caller",
     "serve_config",
-    "service",
+    "set_ray_auth",
+    "size_gathered",
     "start_local",
     "validate_serve_config",
     "wait_running",

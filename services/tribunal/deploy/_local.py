@@ -32,7 +32,7 @@ from typing import Any, Literal
 import psutil  # type: ignore[import-untyped]
 
 from ..core import ConfigError, FailedPreconditionError, UnavailableError
-from ..core.server._exposure import is_loopback
+from ..core.server import is_loopback
 
 __all__ = [
     "LocalServe",

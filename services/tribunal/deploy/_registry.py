@@ -68,8 +68,11 @@ class ServiceSpec:
 
     @property
     def servicer_function(self) -> str:
-        """Dotted path of ``add_<Service>Servicer_to_server`` (Serve's gRPC proxy imports it)."""
-        return f"{self.grpc_module}.add_{self.proto_service}Servicer_to_server"
+        """Dotted path of the function Serve's gRPC proxy registers this service with:
+        ``tribunal.deploy.proxy.<name>``, the proto's methods with tolerant request
+        decoding (:mod:`tribunal.deploy._proxy`), not the generated
+        ``add_<Service>Servicer_to_server``."""
+        return f"tribunal.deploy.proxy.{self.name}"
 
     def stub(self, channel: Any) -> Any:
         """The generated client stub of this service on ``channel``."""

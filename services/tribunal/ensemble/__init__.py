@@ -17,110 +17,51 @@ search query: the cheap judges of ``Gateway.Label``. Framework-free: the gRPC ad
 :mod:`.servicer`, the Ray Serve application :mod:`.app`.
 """
 
-from ._artifact import AGGREGATORS, EnsembleArtifact
-from ._base import Aggregator, EnsembleInputs, InputKind
-from ._dataset import (
-    MatchingData,
-    MatchItem,
-    judgment_path,
-    load_matching_data,
-    read_items,
-    read_judgments,
+from ._artifact import EnsembleArtifact
+from ._dataset import MatchItem, judgment_path, load_matching_data, read_items, read_judgments
+from ._feature_artifact import FeatureEmbedder, MatchFeaturesArtifact, features_path
+from ._feature_matcher import (
+    FeatureMatcher,
+    Matcher,
+    matcher_model_keys,
+    precompute_entry_vectors,
+    served_feature_matcher,
+    tuned_matcher_dir,
 )
-from ._feature_artifact import (
-    MATCH_FEATURES_FORMAT,
-    FeatureEmbedder,
-    MatchFeaturesArtifact,
-    features_path,
-)
-from ._feature_matcher import FeatureMatcher, Matcher, load_matcher, precompute_entry_vectors
-from ._judges import (
-    Judge,
-    JudgePanel,
-    JudgeSpec,
-    PanelOutput,
-    best_chunk,
-    judge_specs,
-    render_fields,
-)
-from ._latent import LatentEnsemble
-from ._majority import MajorityVote
+from ._judges import JudgePanel, judge_specs
 from ._match_features import MATCH_FEATURES, match_feature_values
-from ._matcher import EnsembleMatcher, JudgeVerdict, MatchRequestItem, MatchResult
-from ._neural import NeuralGating
-from ._relevance import (
-    RELEVANCE_FORMAT,
-    RelevanceArtifact,
-    RelevanceFeature,
-    RelevanceItem,
-    RelevanceJudge,
-    RelevanceJudgeSlot,
-    RelevanceVerdict,
-    relevance_artifact_path,
-)
-from ._training import (
-    SplitIndex,
-    ablation,
-    fit_vote_thresholds,
-    make_aggregators,
-    matching_metrics,
-    split_data,
-    summarise,
-    train_artifact,
-)
-from ._weighted import WeightedVote
+from ._matcher import EnsembleMatcher, MatchRequestItem
+from ._relevance import RelevanceArtifact, RelevanceItem, RelevanceJudge, relevance_artifact_path
+from ._training import ablation, split_data, summarise, train_artifact
 
 __all__ = [
-    "AGGREGATORS",
     "MATCH_FEATURES",
-    "MATCH_FEATURES_FORMAT",
-    "RELEVANCE_FORMAT",
-    "Aggregator",
     "EnsembleArtifact",
-    "EnsembleInputs",
     "EnsembleMatcher",
     "FeatureEmbedder",
     "FeatureMatcher",
-    "InputKind",
-    "Judge",
     "JudgePanel",
-    "JudgeSpec",
-    "JudgeVerdict",
-    "LatentEnsemble",
-    "MajorityVote",
     "MatchFeaturesArtifact",
     "MatchItem",
     "MatchRequestItem",
-    "MatchResult",
     "Matcher",
-    "MatchingData",
-    "NeuralGating",
-    "PanelOutput",
     "RelevanceArtifact",
-    "RelevanceFeature",
     "RelevanceItem",
     "RelevanceJudge",
-    "RelevanceJudgeSlot",
-    "RelevanceVerdict",
-    "SplitIndex",
-    "WeightedVote",
     "ablation",
-    "best_chunk",
     "features_path",
-    "fit_vote_thresholds",
     "judge_specs",
     "judgment_path",
-    "load_matcher",
     "load_matching_data",
-    "make_aggregators",
     "match_feature_values",
-    "matching_metrics",
+    "matcher_model_keys",
     "precompute_entry_vectors",
     "read_items",
     "read_judgments",
     "relevance_artifact_path",
-    "render_fields",
+    "served_feature_matcher",
     "split_data",
     "summarise",
     "train_artifact",
+    "tuned_matcher_dir",
 ]

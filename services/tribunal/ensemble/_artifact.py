@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import FailedPreconditionError, NotFoundError
+from ..core.settings import AGGREGATOR_NAMES
 from ._base import Aggregator, EnsembleInputs
 from ._latent import LatentEnsemble
 from ._majority import MajorityVote
@@ -32,6 +33,7 @@ AGGREGATORS: dict[str, type[Aggregator]] = {
     cls.name: cls for cls in (MajorityVote, WeightedVote, NeuralGating, LatentEnsemble)
 }
 """Aggregator classes by name."""
+assert tuple(AGGREGATORS) == AGGREGATOR_NAMES
 
 _FORMAT = 1
 

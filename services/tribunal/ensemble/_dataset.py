@@ -17,8 +17,7 @@ Items of one ``group`` share their query: a split never separates them.
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..core import FailedPreconditionError, NotFoundError
-from ..retrieval import KbEntry, entry_from_record, entry_to_record
+from ..core import FailedPreconditionError, NotFoundError, jsonl_rows
+from ..kb import KbEntry, entry_from_record, entry_to_record
 
 __all__ = [
     "MatchItem",
@@ -89,13 +88,6 @@ class MatchItem:
         )
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
 def read_items(folder: Path) -> list[MatchItem]:
     """The items of a built dataset, in their (shuffled) file order."""
     path = folder / "items.jsonl"
@@ -105,7 +97,7 @@ def read_items(folder: Path) -> list[MatchItem]:
             "embeddings.npy, judgments/)",
             field="dataset",
         )
-    return [MatchItem.from_record(r) for r in _read_jsonl(path)]
+    return [MatchItem.from_record(row.value) for row in jsonl_rows(path, field="dataset")]
 
 
 def judgment_path(folder: Path, judge: str) -> Path:
@@ -117,7 +109,7 @@ def read_judgments(path: Path) -> dict[str, dict[str, Any]]:
     """A verdicts file by item id (empty when the file does not exist yet)."""
     if not path.is_file():
         return {}
-    return {row["id"]: row for row in _read_jsonl(path)}
+    return {row.value["id"]: row.value for row in jsonl_rows(path, field="dataset")}
 
 
 @dataclass(frozen=True)

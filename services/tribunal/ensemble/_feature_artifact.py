@@ -28,8 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..core import ConfigError, FailedPreconditionError
-from ..core._artifacts import resolve_artifact
+from ..core import ConfigError, FailedPreconditionError, resolve_artifact
 from ._match_features import MATCH_FEATURES
 
 if TYPE_CHECKING:

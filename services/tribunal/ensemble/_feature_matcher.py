@@ -11,6 +11,7 @@ judge verdicts; ``aggregator`` is ``features`` and ``artifact_version`` the arti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..core import ConfigError
@@ -20,9 +21,18 @@ from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult, validate_i
 
 if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
-    from ..retrieval import CachingEmbedder, Embedder, KbEntry, VectorStore
+    from ..embedding import CachingEmbedder, Embedder, VectorStore
+    from ..kb import KbEntry
 
-__all__ = ["FeatureMatcher", "Matcher", "load_matcher", "precompute_entry_vectors"]
+__all__ = [
+    "FeatureMatcher",
+    "Matcher",
+    "load_matcher",
+    "matcher_model_keys",
+    "precompute_entry_vectors",
+    "served_feature_matcher",
+    "tuned_matcher_dir",
+]
 
 
 class Matcher(Protocol):
@@ -58,6 +68,7 @@ class FeatureMatcher:
         settings: EnsembleSettings,
         *,
         entry_embedder: Embedder | None = None,
+        version: str | None = None,
     ) -> None:
         if embedder.name != artifact.embedder.name:
             raise ConfigError(
@@ -66,6 +77,9 @@ class FeatureMatcher:
                 field="ensemble.features_artifact",
             )
         self.artifact = artifact
+        self.version = version or artifact.version
+        """What results name as ``artifact_version``: a tuned matcher's version, else the
+        regression's (a calibrator is bound to it)."""
         self.embedder = embedder
         self.entry_embedder = entry_embedder
         self.settings = settings
@@ -74,6 +88,9 @@ class FeatureMatcher:
     def from_settings(cls, settings: Settings) -> FeatureMatcher:
         """Load the artifact and the profile embedder it names; the entries' vectors are
         kept in memory and in ``data_dir/vectors`` (see :func:`precompute_entry_vectors`)."""
+        tuned = tuned_matcher_dir(settings)
+        if tuned is not None:
+            return _tuned_matcher(settings, tuned)
         artifact, embedder = _artifact_embedder(settings)
         entries = _entry_embedder(settings, embedder)
         return cls(artifact, embedder, settings.ensemble, entry_embedder=entries)
@@ -99,7 +116,7 @@ class FeatureMatcher:
                 match=bool(p >= self.artifact.threshold),
                 judges=(),
                 aggregator=self.aggregator,
-                artifact_version=self.artifact.version,
+                artifact_version=self.version,
                 prompt_tokens=0,
                 threshold=float(self.artifact.threshold),
             )
@@ -110,9 +127,54 @@ class FeatureMatcher:
         """Nothing to release: no engine threads, the embedder is freed with this object."""
 
 
+def tuned_matcher_dir(settings: Settings) -> Path | None:
+    """The tuned matcher to serve: ``ensemble.tuned_matcher``, else the current tune of
+    ``gateway.collection`` under ``data_dir``; None when there is none."""
+    from ..tuning import current_tuned_dir
+
+    if settings.ensemble.tuned_matcher is not None:
+        return settings.ensemble.tuned_matcher.expanduser()
+    return current_tuned_dir(settings.data_dir, settings.gateway.collection)
+
+
+def served_feature_matcher(settings: Settings) -> str | None:
+    """``features:<version>`` as the feature matcher will report it (a tuned matcher's
+    version, else the regression's), without loading a model; None when the judges match."""
+    from ..tuning import TunedMatcher
+
+    if settings.ensemble.matcher != "features":
+        return None
+    tuned = tuned_matcher_dir(settings)
+    if tuned is not None:
+        return f"{FeatureMatcher.aggregator}:{TunedMatcher.load(tuned).version}"
+    return (
+        f"{FeatureMatcher.aggregator}:{MatchFeaturesArtifact.load(features_path(settings)).version}"
+    )
+
+
+def _tuned_matcher(settings: Settings, directory: Path) -> FeatureMatcher:
+    """The feature matcher of a ``tribunal tune`` directory: its model, its head, its
+    version (checked against the directory's contents)."""
+    from ..embedding import CachingEmbedder
+    from ..tuning import TunedMatcher, tuned_embedder
+
+    tuned = TunedMatcher.load(directory)
+    artifact = MatchFeaturesArtifact.load(tuned.head_path)
+    embedder = tuned_embedder(settings, tuned, artifact.embedder.name)
+    return FeatureMatcher(
+        artifact,
+        embedder,
+        settings.ensemble,
+        # Entry vectors of a tuned model are its own: kept in memory, not in the shared
+        # store keyed by the base model's name.
+        entry_embedder=CachingEmbedder(embedder),
+        version=tuned.version,
+    )
+
+
 def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embedder]:
     """The feature matcher's artifact and this process's embedder of the model it names."""
-    from ..retrieval import shared_profile_embedder
+    from ..embedding import shared_profile_embedder
 
     artifact = MatchFeaturesArtifact.load(features_path(settings))
     key = artifact.embedder.model_key
@@ -129,7 +191,7 @@ def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embed
 
 def _entry_store(settings: Settings, embedder: Embedder) -> VectorStore:
     """Where the feature matcher's vectors of KB entries are kept (``data_dir/vectors``)."""
-    from ..retrieval import VectorStore
+    from ..embedding import VectorStore
 
     return VectorStore.for_model(
         settings.data_dir, model=embedder.name, dimension=embedder.dimension
@@ -139,7 +201,7 @@ def _entry_store(settings: Settings, embedder: Embedder) -> VectorStore:
 def _entry_embedder(settings: Settings, embedder: Embedder) -> CachingEmbedder:
     """KB entries come back with every query that finds them: their vectors are computed
     once, kept in memory and on disk (across restarts, shared with ingestion)."""
-    from ..retrieval import CachingEmbedder
+    from ..embedding import CachingEmbedder
 
     return CachingEmbedder(embedder, store=_entry_store(settings, embedder))
 
@@ -155,6 +217,8 @@ def precompute_entry_vectors(
 
     if settings.ensemble.matcher != "features" or not entries:
         return 0
+    if tuned_matcher_dir(settings) is not None:
+        return 0  # a tuned model's entry vectors are its own, computed when first matched
     _, embedder = _artifact_embedder(settings)
     store = _entry_store(settings, embedder)
     try:
@@ -165,13 +229,27 @@ def precompute_entry_vectors(
         with tqdm(
             total=len(new), desc="match vectors", unit="text", disable=not (progress and new)
         ) as bar:
-            for start in range(0, len(new), 128):
-                block = new[start : start + 128]
+            # Blocks of 32: the bar's rate and ETA move every few seconds even on a busy CPU.
+            for start in range(0, len(new), 32):
+                block = new[start : start + 32]
                 store.put(block, embedder.embed(block))
                 bar.update(len(block))
         return len(new)
     finally:
         store.close()
+
+
+def matcher_model_keys(settings: Settings) -> tuple[str, ...]:
+    """The profile's models :func:`load_matcher` loads: the feature matcher's embedder
+    (named by its artifact), or every judge's LLM and the embedder role."""
+    if settings.ensemble.matcher == "features":
+        return (MatchFeaturesArtifact.load(features_path(settings)).embedder.model_key,)
+    from ._judges import judge_specs
+
+    keys = dict.fromkeys(spec.model_key for spec in judge_specs(settings))
+    if settings.roles is not None:
+        keys[settings.roles.embedder] = None
+    return tuple(keys)
 
 
 def load_matcher(settings: Settings) -> Matcher:

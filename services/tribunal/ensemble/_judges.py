@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import ConfigError, InvalidArgumentError
 from ..core.llm import LLMEngine, Prompt, Usage
+from ..kb import KbEntry
 from ..prompts import PromptTemplate, get_prompt
-from ..retrieval import KbEntry
 
 if TYPE_CHECKING:
     from ..core import Settings

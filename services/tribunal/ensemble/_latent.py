@@ -23,21 +23,12 @@ fitted model gives the same P(match) every time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._base import (
-    Aggregator,
-    EnsembleInputs,
-    FloatArray,
     InputKind,
-    Validation,
-    single_torch_thread,
 )
-from ._torch_fit import fit_module, focal_bce, log_loss, mlp, module_from_state, module_state
+from ._torch_fit import TorchAggregator, focal_bce, mlp
 
 if TYPE_CHECKING:
     import torch
@@ -102,7 +93,7 @@ def _network(
     return LatentNet()
 
 
-class LatentEnsemble(Aggregator):
+class LatentEnsemble(TorchAggregator):
     """RAL2M's query-adaptive latent ensemble (see the module docstring for the model)."""
 
     name: ClassVar[str] = "latent"
@@ -163,73 +154,22 @@ class LatentEnsemble(Aggregator):
     def _build(self, n_judges: int, dimension: int) -> Any:
         return _network(n_judges, dimension, self.hidden, self.dropout, self.temperature)
 
-    def fit(
-        self,
-        inputs: EnsembleInputs,
-        labels: NDArray[np.int64],
-        validation: Validation | None = None,
-    ) -> Self:
+    def _batch_loss(
+        self, net: Any, s: torch.Tensor, e: torch.Tensor, y: torch.Tensor, epoch: int
+    ) -> torch.Tensor:
+        p, kl = net(s, e, self.train_iterations, self.train_samples)
+        warm = min(1.0, (epoch + 1) / max(self.kl_warmup_epochs, 1))
+        fit = focal_bce(p, y, gamma=self.focal_gamma, smoothing=self.label_smoothing)
+        loss: torch.Tensor = fit + self.kl_weight * warm * kl.mean()
+        return loss
+
+    def _probabilities(self, net: Any, s: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
         import torch
 
-        with single_torch_thread():
-            torch.manual_seed(self.seed)
-            net = self._build(inputs.n_judges, inputs.dimension)
-            s = torch.from_numpy(inputs.judge_inputs(self.inputs))
-            e = torch.from_numpy(inputs.embeddings)
-            y = torch.from_numpy(labels.astype(np.float32))
-
-            def batch_loss(index: torch.Tensor, epoch: int) -> torch.Tensor:
-                p, kl = net(s[index], e[index], self.train_iterations, self.train_samples)
-                warm = min(1.0, (epoch + 1) / max(self.kl_warmup_epochs, 1))
-                fit = focal_bce(p, y[index], gamma=self.focal_gamma, smoothing=self.label_smoothing)
-                loss: torch.Tensor = fit + self.kl_weight * warm * kl.mean()
-                return loss
-
-            validation_loss: Callable[[], float] | None = None
-            if validation is not None:
-                vs = torch.from_numpy(validation[0].judge_inputs(self.inputs))
-                ve = torch.from_numpy(validation[0].embeddings)
-                vy = torch.from_numpy(validation[1].astype(np.float32))
-
-                def score_validation() -> float:
-                    generator = torch.Generator().manual_seed(self.seed)
-                    p, _ = net(vs, ve, self.eval_iterations, self.eval_samples, generator)
-                    return log_loss(p, vy)
-
-                validation_loss = score_validation
-
-            self.fit_info_ = fit_module(
-                net,
-                rows=len(inputs),
-                batch_loss=batch_loss,
-                validation_loss=validation_loss,
-                max_epochs=self.max_epochs,
-                patience=self.patience,
-                lr=self.lr,
-                weight_decay=self.weight_decay,
-                batch_size=self.batch_size,
-                seed=self.seed,
-            )
-        self.net_ = net
-        self.n_judges_ = inputs.n_judges
-        self.dimension_ = inputs.dimension
-        self.threshold_ = 0.5
-        return self
-
-    def predict_proba(self, inputs: EnsembleInputs) -> FloatArray:
-        import torch
-
-        self._check(inputs)
+        # Seeded noise: the same rows get the same P in validation and at inference.
         generator = torch.Generator().manual_seed(self.seed)
-        with torch.no_grad():
-            p, _ = self.net_(
-                torch.from_numpy(inputs.judge_inputs(self.inputs)),
-                torch.from_numpy(inputs.embeddings),
-                self.eval_iterations,
-                self.eval_samples,
-                generator,
-            )
-        return np.asarray(p.double().numpy(), dtype=np.float64)
+        p: torch.Tensor = net(s, e, self.eval_iterations, self.eval_samples, generator)[0]
+        return p
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -252,13 +192,3 @@ class LatentEnsemble(Aggregator):
             "patience": self.patience,
             "seed": self.seed,
         }
-
-    def get_info(self) -> dict[str, Any]:
-        return {**super().get_info(), "dimension": self.dimension_}
-
-    def get_state(self) -> dict[str, NDArray[Any]]:
-        return module_state(self.net_)
-
-    def _set_state(self, state: Mapping[str, NDArray[Any]], info: Mapping[str, Any]) -> None:
-        self.dimension_ = int(info["dimension"])
-        self.net_ = module_from_state(self._build(self.n_judges_, self.dimension_), state)

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    from ..retrieval import Embedder
+    from ..embedding import Embedder
 
 __all__ = ["MATCH_FEATURES", "match_feature_values"]
 

@@ -14,9 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import ConfigError, FailedPreconditionError, InvalidArgumentError
-from ..core._artifacts import resolve_artifact
-from ..retrieval import KbEntry
+from ..core import (
+    ConfigError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    resolve_artifact,
+)
+from ..kb import KbEntry
 from ._artifact import EnsembleArtifact
 from ._base import Aggregator, EnsembleInputs
 from ._judges import JudgePanel
@@ -24,7 +29,7 @@ from ._majority import MajorityVote
 
 if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
-    from ..retrieval import Embedder
+    from ..embedding import Embedder
 
 __all__ = [
     "EnsembleMatcher",
@@ -127,7 +132,7 @@ class EnsembleMatcher:
     @classmethod
     def from_settings(cls, settings: Settings, *, backend: Any = None) -> EnsembleMatcher:
         """Load the artifact (if any), its judges and the profile's embedder."""
-        from ..retrieval import shared_profile_embedder
+        from ..embedding import shared_profile_embedder
 
         options = settings.ensemble
         # Configured, else trained here (data_dir), else the one shipped for the profile —
@@ -203,9 +208,9 @@ def validate_items(items: Sequence[MatchRequestItem], settings: EnsembleSettings
     if not items:
         raise InvalidArgumentError("items must not be empty", field="items")
     if len(items) > settings.max_items_per_request:
-        raise InvalidArgumentError(
+        raise ResourceExhaustedError(
             f"at most {settings.max_items_per_request} items per call "
-            f"(ensemble.max_items_per_request), got {len(items)}",
+            f"(ensemble.max_items_per_request), got {len(items)}: split the batch",
             field="items",
         )
     for index, item in enumerate(items):

@@ -6,21 +6,12 @@ is weighted by a gate computed from the query embedding, then linearly combined.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._base import (
-    Aggregator,
-    EnsembleInputs,
-    FloatArray,
     InputKind,
-    Validation,
-    single_torch_thread,
 )
-from ._torch_fit import fit_module, log_loss, mlp, module_from_state, module_state
+from ._torch_fit import TorchAggregator, mlp
 
 if TYPE_CHECKING:
     import torch
@@ -44,7 +35,7 @@ def _network(n_judges: int, dimension: int, hidden: int, dropout: float) -> torc
     return GatedVote()
 
 
-class NeuralGating(Aggregator):
+class NeuralGating(TorchAggregator):
     """sigmoid(Linear(s ⊙ sigmoid(MLP(e)))), trained with BCE; epochs chosen on validation."""
 
     name: ClassVar[str] = "neural"
@@ -84,65 +75,16 @@ class NeuralGating(Aggregator):
     def _build(self, n_judges: int, dimension: int) -> Any:
         return _network(n_judges, dimension, self.hidden, self.dropout)
 
-    def fit(
-        self,
-        inputs: EnsembleInputs,
-        labels: NDArray[np.int64],
-        validation: Validation | None = None,
-    ) -> Self:
-        import torch
+    def _batch_loss(
+        self, net: Any, s: torch.Tensor, e: torch.Tensor, y: torch.Tensor, epoch: int
+    ) -> torch.Tensor:
+        from torch.nn import functional
 
-        with single_torch_thread():
-            torch.manual_seed(self.seed)
-            net = self._build(inputs.n_judges, inputs.dimension)
-            s = torch.from_numpy(inputs.judge_inputs(self.inputs))
-            e = torch.from_numpy(inputs.embeddings)
-            y = torch.from_numpy(labels.astype(np.float32))
-            bce = torch.nn.BCELoss()
+        return functional.binary_cross_entropy(net(s, e).clamp(1e-6, 1 - 1e-6), y)
 
-            def batch_loss(index: torch.Tensor, epoch: int) -> torch.Tensor:
-                loss: torch.Tensor = bce(net(s[index], e[index]).clamp(1e-6, 1 - 1e-6), y[index])
-                return loss
-
-            validation_loss: Callable[[], float] | None = None
-            if validation is not None:
-                vs = torch.from_numpy(validation[0].judge_inputs(self.inputs))
-                ve = torch.from_numpy(validation[0].embeddings)
-                vy = torch.from_numpy(validation[1].astype(np.float32))
-
-                def score_validation() -> float:
-                    return log_loss(net(vs, ve), vy)
-
-                validation_loss = score_validation
-
-            self.fit_info_ = fit_module(
-                net,
-                rows=len(inputs),
-                batch_loss=batch_loss,
-                validation_loss=validation_loss,
-                max_epochs=self.max_epochs,
-                patience=self.patience,
-                lr=self.lr,
-                weight_decay=self.weight_decay,
-                batch_size=self.batch_size,
-                seed=self.seed,
-            )
-        self.net_ = net
-        self.n_judges_ = inputs.n_judges
-        self.dimension_ = inputs.dimension
-        self.threshold_ = 0.5
-        return self
-
-    def predict_proba(self, inputs: EnsembleInputs) -> FloatArray:
-        import torch
-
-        self._check(inputs)
-        with torch.no_grad():
-            p = self.net_(
-                torch.from_numpy(inputs.judge_inputs(self.inputs)),
-                torch.from_numpy(inputs.embeddings),
-            )
-        return np.asarray(p.double().numpy(), dtype=np.float64)
+    def _probabilities(self, net: Any, s: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        p: torch.Tensor = net(s, e)
+        return p
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -156,13 +98,3 @@ class NeuralGating(Aggregator):
             "patience": self.patience,
             "seed": self.seed,
         }
-
-    def get_info(self) -> dict[str, Any]:
-        return {**super().get_info(), "dimension": self.dimension_}
-
-    def get_state(self) -> dict[str, NDArray[Any]]:
-        return module_state(self.net_)
-
-    def _set_state(self, state: Mapping[str, NDArray[Any]], info: Mapping[str, Any]) -> None:
-        self.dimension_ = int(info["dimension"])
-        self.net_ = module_from_state(self._build(self.n_judges_, self.dimension_), state)

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ..core import ConfigError, FailedPreconditionError, InvalidArgumentError, TribunalError
+from ..core import (
+    ConfigError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    TribunalError,
+)
 from ..core.llm import Prompt, Usage
 from ._relevance_artifact import (
     RELEVANCE_FORMAT,
@@ -35,7 +41,7 @@ from ._relevance_artifact import (
 if TYPE_CHECKING:
     from ..core import Settings
     from ..core.llm import LLMEngine
-    from ..retrieval import Embedder
+    from ..embedding import Embedder
 
 __all__ = [
     "RELEVANCE_FORMAT",
@@ -115,7 +121,7 @@ class RelevanceJudge:
             ConfigError: no artifact file, or one that is invalid or does not fit the profile.
         """
         from ..core.llm import shared_engine
-        from ..retrieval import shared_profile_embedder
+        from ..embedding import shared_profile_embedder
 
         if artifact is None:
             artifact = RelevanceArtifact.load(relevance_artifact_path(settings))
@@ -143,9 +149,9 @@ class RelevanceJudge:
         if not items:
             raise InvalidArgumentError("items must not be empty", field="items")
         if len(items) > self.max_items_per_request:
-            raise InvalidArgumentError(
+            raise ResourceExhaustedError(
                 f"at most {self.max_items_per_request} items per call "
-                f"(ensemble.max_items_per_request), got {len(items)}",
+                f"(ensemble.max_items_per_request), got {len(items)}: split the batch",
                 field="items",
             )
         for index, item in enumerate(items):

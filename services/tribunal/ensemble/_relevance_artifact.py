@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..core import ConfigError, TribunalError
-from ..core._artifacts import shipped_artifact
+from ..core import ConfigError, TribunalError, shipped_artifact
 
 if TYPE_CHECKING:
     from ..core import Settings

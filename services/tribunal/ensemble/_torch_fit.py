@@ -1,20 +1,40 @@
-"""The training loop the torch aggregators share: AdamW, seeded minibatches, and
-epoch selection on validation loss (the best epoch's weights are kept)."""
+"""What the torch aggregators share: the training loop (AdamW, seeded minibatches, and
+epoch selection on validation loss: the best epoch's weights are kept), and
+:class:`TorchAggregator`, which fits, predicts with and saves a network over the judges'
+inputs and the query embedding."""
 
 from __future__ import annotations
 
+import abc
 import copy
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._base import (
+    Aggregator,
+    EnsembleInputs,
+    FloatArray,
+    InputKind,
+    Validation,
+    single_torch_thread,
+)
+
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["fit_module", "mlp", "module_from_state", "module_state"]
+__all__ = [
+    "TorchAggregator",
+    "fit_module",
+    "focal_bce",
+    "log_loss",
+    "mlp",
+    "module_from_state",
+    "module_state",
+]
 
 
 def mlp(inputs: int, hidden: int, outputs: int, dropout: float) -> torch.nn.Module:
@@ -126,3 +146,109 @@ def log_loss(p: torch.Tensor, labels: torch.Tensor) -> float:
 
     p = p.clamp(1e-7, 1 - 1e-7)
     return float(-(labels * torch.log(p) + (1 - labels) * torch.log(1 - p)).mean())
+
+
+class TorchAggregator(Aggregator):
+    """A network over each row's judge inputs ``s`` and query embedding ``e``, trained by
+    :func:`fit_module` (epochs chosen on validation), saved as its weights.
+
+    A subclass sets the hyperparameters below in ``__init__`` and says how to build its
+    network, the training loss of a minibatch, and P(match) in eval mode.
+    """
+
+    inputs: InputKind
+    """Per-judge input: ``votes`` (RAL2M) or ``probabilities`` (P(yes))."""
+    lr: float
+    weight_decay: float
+    batch_size: int
+    max_epochs: int
+    patience: int
+    seed: int
+    dimension_: int
+    net_: Any
+
+    @abc.abstractmethod
+    def _build(self, n_judges: int, dimension: int) -> Any:
+        """An untrained network for ``n_judges`` judges and embeddings of ``dimension``."""
+
+    @abc.abstractmethod
+    def _batch_loss(
+        self, net: Any, s: torch.Tensor, e: torch.Tensor, y: torch.Tensor, epoch: int
+    ) -> torch.Tensor:
+        """The training loss of one minibatch in ``epoch``."""
+
+    @abc.abstractmethod
+    def _probabilities(self, net: Any, s: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        """P(match) per row, in eval mode (deterministic: the validation loss and the
+        predictions)."""
+
+    def _tensors(self, inputs: EnsembleInputs) -> tuple[torch.Tensor, torch.Tensor]:
+        import torch
+
+        return torch.from_numpy(inputs.judge_inputs(self.inputs)), torch.from_numpy(
+            inputs.embeddings
+        )
+
+    def fit(
+        self,
+        inputs: EnsembleInputs,
+        labels: NDArray[np.int64],
+        validation: Validation | None = None,
+    ) -> Self:
+        import torch
+
+        with single_torch_thread():
+            torch.manual_seed(self.seed)
+            net = self._build(inputs.n_judges, inputs.dimension)
+            s, e = self._tensors(inputs)
+            y = torch.from_numpy(labels.astype(np.float32))
+
+            def batch_loss(index: torch.Tensor, epoch: int) -> torch.Tensor:
+                return self._batch_loss(net, s[index], e[index], y[index], epoch)
+
+            validation_loss: Callable[[], float] | None = None
+            if validation is not None:
+                vs, ve = self._tensors(validation[0])
+                vy = torch.from_numpy(validation[1].astype(np.float32))
+
+                def score_validation() -> float:
+                    return log_loss(self._probabilities(net, vs, ve), vy)
+
+                validation_loss = score_validation
+
+            self.fit_info_ = fit_module(
+                net,
+                rows=len(inputs),
+                batch_loss=batch_loss,
+                validation_loss=validation_loss,
+                max_epochs=self.max_epochs,
+                patience=self.patience,
+                lr=self.lr,
+                weight_decay=self.weight_decay,
+                batch_size=self.batch_size,
+                seed=self.seed,
+            )
+        self.net_ = net
+        self.n_judges_ = inputs.n_judges
+        self.dimension_ = inputs.dimension
+        self.threshold_ = 0.5
+        return self
+
+    def predict_proba(self, inputs: EnsembleInputs) -> FloatArray:
+        import torch
+
+        self._check(inputs)
+        s, e = self._tensors(inputs)
+        with torch.no_grad():
+            p = self._probabilities(self.net_, s, e)
+        return np.asarray(p.double().numpy(), dtype=np.float64)
+
+    def get_info(self) -> dict[str, Any]:
+        return {**super().get_info(), "dimension": self.dimension_}
+
+    def get_state(self) -> dict[str, NDArray[Any]]:
+        return module_state(self.net_)
+
+    def _set_state(self, state: Mapping[str, NDArray[Any]], info: Mapping[str, Any]) -> None:
+        self.dimension_ = int(info["dimension"])
+        self.net_ = module_from_state(self._build(self.n_judges_, self.dimension_), state)

@@ -20,7 +20,7 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import ServeApp
+from ..deploy import ServeApp, gathered, size_gathered
 from ..v1 import ensemble_pb2
 from ._feature_matcher import Matcher, load_matcher
 from ._matcher import MatchRequestItem, MatchResult
@@ -55,11 +55,7 @@ class EnsembleDeployment(ServeApp, service="ensemble"):
         self.relevance = RelevanceJudgeSlot(settings)
         if preload_relevance:
             self.relevance.preload()
-        options = settings.ensemble.deployment
-        batched: list[Any] = [self.match_one, self.judge_relevance_batch]
-        for method in batched:
-            method.set_max_batch_size(options.max_batch_size)
-            method.set_batch_wait_timeout_s(options.batch_wait_timeout_s)
+        size_gathered(self, settings.ensemble.deployment)
 
     @property
     def matcher(self) -> Matcher:
@@ -67,10 +63,10 @@ class EnsembleDeployment(ServeApp, service="ensemble"):
             raise match_not_served()
         return self._matcher
 
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
-    async def match_one(self, items: list[MatchRequestItem]) -> list[MatchResult]:
+    @gathered
+    def match_one(self, items: list[MatchRequestItem]) -> list[MatchResult]:
         """One pair in, one result out; Serve gathers concurrent calls into one batch."""
-        return await asyncio.to_thread(self.matcher.match, items)
+        return self.matcher.match(items)
 
     async def match(self, items: list[MatchRequestItem]) -> list[MatchResult]:
         """A caller's own batch runs as it is; a single pair joins the Serve batch."""
@@ -91,11 +87,10 @@ class EnsembleDeployment(ServeApp, service="ensemble"):
             await self.match([item_from_proto(m) for m in request.items]), request
         )
 
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
-    async def judge_relevance_batch(self, items: list[RelevanceItem]) -> list[RelevanceVerdict]:
+    @gathered
+    def judge_relevance_batch(self, items: list[RelevanceItem]) -> list[RelevanceVerdict]:
         """One item in, one verdict out; Serve gathers concurrent calls into one batch."""
-        judge = self.relevance.get()
-        return await asyncio.to_thread(judge.judge, items)
+        return self.relevance.get().judge(items)
 
     async def JudgeRelevance(
         self, request: ensemble_pb2.JudgeRelevanceRequest, grpc_context: Any = None

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import grpc
 
 from ..core import FailedPreconditionError, Settings, UnavailableError
-from ..core.server import RequestLimits, ServiceBinding, ServiceHost
-from ..retrieval.servicer import entry_from_proto
+from ..core.server import ServiceHost
+from ..kb import entry_from_proto
 from ..v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
 from ._feature_matcher import Matcher, load_matcher
 from ._matcher import MatchRequestItem, MatchResult
@@ -185,17 +185,11 @@ def build_host(
             relevance.preload()
         servicer.relevance = relevance
 
-    return ServiceHost(
-        settings.server,
-        request_limits=RequestLimits.from_settings(settings),
+    return ServiceHost.for_servicer(
+        settings,
         name="ensemble",
-        bindings=[
-            ServiceBinding(
-                SERVICE_NAME,
-                lambda server: ensemble_pb2_grpc.add_EnsembleServiceServicer_to_server(
-                    servicer, server
-                ),
-            )
-        ],
+        full_name=SERVICE_NAME,
+        add_servicer=ensemble_pb2_grpc.add_EnsembleServiceServicer_to_server,
+        servicer=servicer,
         loader=load,
     )

@@ -9,39 +9,21 @@ max support over chunks is taken (MiniCheck). Checkers: the LLM yes/no checker
 gRPC adapter is :mod:`.servicer`, the Ray Serve application :mod:`.app`.
 """
 
-from ._cascade import (
-    CheckStage,
-    EntailmentCascade,
-    EntailmentLabel,
-    EntailmentVerdict,
-    PairToCheck,
-    PremiseChunk,
-    split_premise,
-)
-from ._checkers import LexicalOverlapChecker, NliCrossEncoderChecker, SupportChecker, SupportScore
+from ._cascade import EntailmentCascade, EntailmentLabel, PairToCheck, split_premise
+from ._checkers import SupportScore
 from ._factory import build_cascade, build_checker
-from ._llm_checker import LlmSupportChecker
-from ._quote import QuoteChecker, QuoteMatch, normalise_with_offsets
+from ._quote import QuoteChecker
 from ._version import VERIFICATION_METHOD, checker_version
 
 __all__ = [
     "VERIFICATION_METHOD",
-    "CheckStage",
     "EntailmentCascade",
     "EntailmentLabel",
-    "EntailmentVerdict",
-    "LexicalOverlapChecker",
-    "LlmSupportChecker",
-    "NliCrossEncoderChecker",
     "PairToCheck",
-    "PremiseChunk",
     "QuoteChecker",
-    "QuoteMatch",
-    "SupportChecker",
     "SupportScore",
     "build_cascade",
     "build_checker",
     "checker_version",
-    "normalise_with_offsets",
     "split_premise",
 ]

@@ -18,7 +18,7 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import ServeApp
+from ..deploy import ServeApp, gathered, size_gathered
 from ..v1 import entailment_pb2
 from ._cascade import EntailmentCascade, EntailmentVerdict, PairToCheck
 from ._factory import build_cascade
@@ -37,14 +37,12 @@ class EntailmentDeployment(ServeApp, service="entailment"):
         super().__init__(settings)
         self.cascade: EntailmentCascade = build_cascade(settings)
         self.checker_version = checker_version(settings)
-        options = settings.entailment.deployment
-        self.check_one.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
-        self.check_one.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
+        size_gathered(self, settings.entailment.deployment)
 
-    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
-    async def check_one(self, pairs: list[PairToCheck]) -> list[EntailmentVerdict]:
+    @gathered
+    def check_one(self, pairs: list[PairToCheck]) -> list[EntailmentVerdict]:
         """One pair in, one verdict out; Serve gathers concurrent calls into one batch."""
-        return await asyncio.to_thread(self.cascade.check, pairs)
+        return self.cascade.check(pairs)
 
     async def check(
         self, pairs: list[PairToCheck], fast_only: bool = False

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import grpc
 
 from ..core import Settings, UnavailableError
-from ..core.server import RequestLimits, ServiceBinding, ServiceHost
+from ..core.server import ServiceHost
 from ..v1 import common_pb2, entailment_pb2, entailment_pb2_grpc
 from ._cascade import CheckStage, EntailmentCascade, EntailmentLabel, EntailmentVerdict, PairToCheck
 from ._quote import QuoteChecker, QuoteMatch
@@ -101,7 +101,7 @@ class EntailmentServicer(entailment_pb2_grpc.EntailmentServiceServicer):
         self._cascade = cascade
         self._lock = threading.Lock()
         self.checker_version = checker_version
-        """Reported in every CheckResponse (``tribunal.retrieval.checker_version``)."""
+        """Reported in every CheckResponse (``tribunal.entailment.checker_version``)."""
 
     def set_cascade(self, cascade: EntailmentCascade) -> None:
         self._cascade = cascade
@@ -133,17 +133,11 @@ def build_host(settings: Settings) -> ServiceHost:
     from ._version import checker_version
 
     servicer = EntailmentServicer(checker_version=checker_version(settings))
-    return ServiceHost(
-        settings.server,
-        request_limits=RequestLimits.from_settings(settings),
+    return ServiceHost.for_servicer(
+        settings,
         name="entailment",
-        bindings=[
-            ServiceBinding(
-                SERVICE_NAME,
-                lambda server: entailment_pb2_grpc.add_EntailmentServiceServicer_to_server(
-                    servicer, server
-                ),
-            )
-        ],
+        full_name=SERVICE_NAME,
+        add_servicer=entailment_pb2_grpc.add_EntailmentServiceServicer_to_server,
+        servicer=servicer,
         loader=lambda: servicer.set_cascade(build_cascade(settings)),
     )

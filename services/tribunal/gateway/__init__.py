@@ -9,30 +9,27 @@ the append-only audit store. Stages are reached in-process, over gRPC or through
 Ray Serve handles (:class:`StageTransport`), with the same pipeline code.
 """
 
-from ._answer import AnswerPipeline
+from ._answer import ANSWER_STAGES, AnswerPipeline
+from ._checks import AnswerPolicy
 from ._label import LabelPipeline
-from ._label_modes import LABEL_MODE_STAGES, LabelMode, label_stages
-from ._stages import (
-    Deadline,
-    FailureKind,
-    StageError,
-    StageTransport,
-    call_stage,
-    check_probability,
-)
-from ._trace import RequestTrace
+from ._label_modes import LabelMode, label_stages
+from ._local_transport import LocalTransport
+from ._stages import StageError, StageTransport, call_stage
+from ._wiring import build_pipelines, connect_stages, open_audit_store, serve_stages
 
 __all__ = [
-    "LABEL_MODE_STAGES",
+    "ANSWER_STAGES",
     "AnswerPipeline",
-    "Deadline",
-    "FailureKind",
+    "AnswerPolicy",
     "LabelMode",
     "LabelPipeline",
-    "RequestTrace",
+    "LocalTransport",
     "StageError",
     "StageTransport",
+    "build_pipelines",
     "call_stage",
-    "check_probability",
+    "connect_stages",
     "label_stages",
+    "open_audit_store",
+    "serve_stages",
 ]

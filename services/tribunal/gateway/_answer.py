@@ -30,6 +30,7 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
+from ..audit import NORMAL
 from ..confidence import RequestVersions, ScoreResult, ThresholdStatus
 from ..core import (
     FailedPreconditionError,
@@ -48,11 +49,16 @@ from ._checks import (
     expected_scores,
     serving_problem,
 )
+from ._live_audit import LiveAudit
 from ._metrics import record_decision
 from ._stages import Deadline, FailureKind, StageError, StageTransport, call_stage
 from ._trace import RequestTrace
 
-__all__ = ["AnswerPipeline", "CandidateSignals"]
+__all__ = ["ANSWER_STAGES", "AnswerPipeline", "CandidateSignals"]
+
+ANSWER_STAGES = ("retrieval", "ensemble", "confidence")
+"""The stages ``Answer`` calls: no entailment (evidence is checked when an entry is
+written) and no debate."""
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +68,8 @@ _REASONS = {
     FailureKind.MALFORMED: gateway_pb2.FALLBACK_REASON_MALFORMED_RESPONSE,
 }
 _VERIFIED = retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
+_REVIEW_ENTRY = "review_entry"
+"""Trace detail the audit coin reads (the entry a reviewer would see); not stored."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,10 @@ class AnswerPipeline:
         transport: How the stages are reached.
         store: Where every decision is written (None: not audited).
         policy: What the gateway trusts (calibrator, checker version, signal ranges).
+        max_id_chars: Longest collection name and request id (``server.max_id_chars``,
+            the limit every gRPC server applies to ids).
+        audit: Live audits: the audit coin per decision and the collection's safe mode
+            (None: off).
     """
 
     def __init__(
@@ -92,11 +104,24 @@ class AnswerPipeline:
         *,
         store: Database | None,
         policy: AnswerPolicy,
+        max_id_chars: int,
+        audit: LiveAudit | None = None,
     ) -> None:
         self.settings = settings
+        self.max_id_chars = max_id_chars
         self.transport = transport
         self.store = store
         self.policy = policy
+        self.audit = audit
+        self._warned: set[str] = set()
+
+    def _warn_once(self, what: str, why: str) -> None:
+        """Log a configured state (the same for every request until an operator acts) once
+        per distinct reason, not once per request; every decision still records it."""
+        if why in self._warned or len(self._warned) >= 64:
+            return
+        self._warned.add(why)
+        log.warning(what, extra={"why": why})
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -109,10 +134,16 @@ class AnswerPipeline:
                 f"{self.settings.max_query_chars} (gateway.max_query_chars)",
                 field="query",
             )
-        if len(request.collection) > 128:
-            raise InvalidArgumentError("collection name is longer than 128", field="collection")
-        if len(request.request_id) > 128:
-            raise InvalidArgumentError("request_id is longer than 128", field="request_id")
+        for field, value in (
+            ("collection", request.collection),
+            ("request_id", request.request_id),
+        ):
+            if len(value) > self.max_id_chars:
+                raise InvalidArgumentError(
+                    f"{field} has {len(value)} characters; the limit is {self.max_id_chars} "
+                    "(server.max_id_chars): shorten it",
+                    field=field,
+                )
 
     def answer(
         self, request: gateway_pb2.AnswerRequest, *, deadline_s: float | None = None
@@ -165,7 +196,7 @@ class AnswerPipeline:
         except FailedPreconditionError as exc:
             # Calibrated on another KB version or matcher: nothing here is certified.
             _audit_signals(trace, candidates, signals, None)
-            log.warning("calibrator bound elsewhere", extra={"why": exc.message})
+            self._warn_once("calibrator bound elsewhere", exc.message)
             return self._fallback(
                 trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD, error=exc.message
             )
@@ -362,11 +393,23 @@ class AnswerPipeline:
         best = max(range(len(candidates)), key=lambda i: scores[i].confidence)
         hit, score = candidates[best], scores[best]
         trace.detail["best_candidate"] = hit.entry.id
+        trace.detail[_REVIEW_ENTRY] = {
+            "id": hit.entry.id,
+            "question": hit.entry.question,
+            "answer": hit.entry.answer,
+            "calibrator": score.calibrator_version,
+        }
         if score.status is ThresholdStatus.NOT_CERTIFIED:
             # A configured state, not a stage fault: no threshold is certified for alpha.
             response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD)
             response.confidence = score.confidence
             return response
+        if self.audit is not None:
+            mode = self.audit.mode(trace.collection, score.calibrator_version)
+            if mode != NORMAL:
+                safe = self._safe_mode(trace, mode, hit, score)
+                if safe is not None:
+                    return safe
         if score.decision.value == "accept":
             return self._accept(trace, hit, score, kb_version)
         response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_LOW_CONFIDENCE)
@@ -378,6 +421,45 @@ class AnswerPipeline:
                 "kb_entry_id": hit.entry.id,
                 "answer": hit.entry.answer,
                 "confidence": score.confidence,
+            }
+        return response
+
+    def _safe_mode(
+        self,
+        trace: RequestTrace,
+        mode: str,
+        hit: retrieval_pb2.SearchHit,
+        score: ScoreResult,
+    ) -> gateway_pb2.AnswerResponse | None:
+        """The live bound showed this calibrator's rate above alpha: serve the collection's
+        safe mode until a new artifact is certified. None: the stricter threshold admits
+        the answer (decided as usual)."""
+        trace.detail["safe_mode"] = mode
+        why = f"safe mode ({mode}): the live audit showed a hallucination rate above alpha"
+        safe_alpha = self.audit.settings.safe_alpha if self.audit is not None else None
+        if mode == "stricter" and safe_alpha is not None:
+            try:
+                stricter = self.policy.scorer.artifact.threshold_for(safe_alpha).threshold
+            except InvalidArgumentError:
+                stricter = None  # the artifact holds no threshold for it: fall back
+            if stricter is not None:
+                if score.confidence >= stricter:
+                    return None  # at or above the normal threshold too: decided as usual
+                response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_LOW_CONFIDENCE)
+                response.confidence = score.confidence
+                response.threshold = stricter
+                return response
+        response = self._fallback(
+            trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD, error=why
+        )
+        response.confidence = score.confidence
+        if mode == "escalate" and score.decision.value != "fallback":
+            response.decision = common_pb2.DECISION_ESCALATE
+            trace.detail["escalate"] = {
+                "kb_entry_id": hit.entry.id,
+                "answer": hit.entry.answer,
+                "confidence": score.confidence,
+                "reason": "safe_mode",
             }
         return response
 
@@ -464,21 +546,36 @@ class AnswerPipeline:
         if self.store is None:
             return ""
         has_confidence = response.HasField("confidence")
+        audit_id = uuid.uuid4().hex
+        review_entry = trace.detail.pop(_REVIEW_ENTRY, None)
         escalate = trace.detail.get("escalate")
         escalation = (
             EscalationRecord(
                 query=trace.query,
                 chunk=str(escalate["answer"]),
-                reason="low_confidence_match",
+                reason=str(escalate.get("reason", "low_confidence_match")),
                 item_id=trace.request_id,
                 history=escalate,
             )
             if escalate is not None
             else None
         )
+        if self.audit is not None and escalation is None:
+            # The audit coin: a random, recorded share of ACCEPTs and FALLBACKs is reviewed.
+            draw, escalation = self.audit.sample(
+                audit_id,
+                decision=_decision(response),
+                confidence=response.confidence if has_confidence else None,
+                query=trace.query,
+                collection=trace.collection,
+                entry=review_entry,
+                calibrator_version=str((review_entry or {}).get("calibrator", "")),
+            )
+            trace.detail["audit"] = draw.to_json()
         # One transaction: an escalation is never queued without its decision.
         audit_id, _ = self.store.record_decision(
             DecisionRecord(
+                id=audit_id,
                 kind="answer",
                 query=trace.query,
                 decision=_decision(response),

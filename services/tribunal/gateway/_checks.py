@@ -36,10 +36,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..confidence import ConfidenceScorer, DebateOutcome, ScoreResult, Signals
+from ..confidence import ConfidenceScorer, ScoreResult
+from ..confidence._proto import signals_from_proto
 from ..core import TribunalError
-from ..retrieval import Chunk as DomainChunk
-from ..retrieval import KbEntry, answer_sha256, checker_version, self_sourced
+from ..entailment import checker_version
+from ..kb import Chunk as DomainChunk
+from ..kb import KbEntry, answer_sha256, self_sourced
 from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, retrieval_pb2
 from ._stages import FailureKind, StageError
 
@@ -69,11 +71,6 @@ _DECISIONS = {
     "accept": common_pb2.DECISION_ACCEPT,
     "escalate": common_pb2.DECISION_ESCALATE,
     "fallback": common_pb2.DECISION_FALLBACK,
-}
-_DEBATE = {
-    confidence_pb2.DEBATE_SIGNAL_AGREED_RELEVANT: DebateOutcome.AGREED_RELEVANT,
-    confidence_pb2.DEBATE_SIGNAL_AGREED_IRRELEVANT: DebateOutcome.AGREED_IRRELEVANT,
-    confidence_pb2.DEBATE_SIGNAL_DISAGREED: DebateOutcome.DISAGREED,
 }
 
 
@@ -301,31 +298,6 @@ def check_matches(
 # -- confidence --------------------------------------------------------------------------
 
 
-def _domain_signals(message: confidence_pb2.Signals) -> Signals:
-    values = {
-        name: getattr(message, name)
-        for name in (
-            "retrieval_score",
-            "retrieval_rank",
-            "dense_score",
-            "sparse_score",
-            "ensemble_p_match",
-            "ensemble_p_match_margin",
-            "entailment_p_entail",
-            "entailment_p_contradict",
-            "supporting_passages",
-            "debate_rounds",
-        )
-        if message.HasField(name)
-    }
-    return Signals(
-        judge_p_yes=dict(message.judge_p_yes),
-        extra=dict(message.extra),
-        debate=_DEBATE.get(message.debate),
-        **values,
-    )
-
-
 def expected_scores(
     policy: AnswerPolicy, signals: Sequence[confidence_pb2.Signals]
 ) -> list[ScoreResult]:
@@ -336,7 +308,7 @@ def expected_scores(
             stages: an ERROR of the confidence stage, never an ACCEPT).
     """
     try:
-        return policy.scorer.score_many([_domain_signals(s) for s in signals])
+        return policy.scorer.score_many([signals_from_proto(s) for s in signals])
     except TribunalError as exc:
         raise StageError(
             "confidence", FailureKind.ERROR, f"the trusted calibrator refuses the signals: {exc}"

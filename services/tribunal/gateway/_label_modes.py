@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import cast
 
 from ..core import InvalidArgumentError
+from ..core.settings import LABEL_MODES
 from ..v1 import gateway_pb2
 
 __all__ = ["LABEL_MODE_STAGES", "LabelMode", "label_stages"]
@@ -61,6 +62,7 @@ LABEL_MODE_STAGES: Mapping[LabelMode, tuple[str, ...]] = {
     LabelMode.DEBATE: ("debate",),
 }
 """Mode → the stages (registry names) ``Label`` calls in it."""
+assert tuple(LabelMode) == LABEL_MODES
 
 
 def label_stages(mode: LabelMode, band_to: str = "debate") -> tuple[str, ...]:

@@ -11,7 +11,17 @@ from collections.abc import Mapping
 
 from ..core.server import Metric
 
-__all__ = ["DECISIONS", "STAGE_LATENCY", "record_decision"]
+__all__ = [
+    "DECISIONS",
+    "LIVE_AUDITED",
+    "LIVE_LOWER",
+    "LIVE_UPPER",
+    "SAFE_MODE",
+    "SHIFT_WARNING",
+    "STAGE_LATENCY",
+    "record_decision",
+    "record_live_state",
+]
 
 DECISIONS = Metric(
     "counter",
@@ -27,6 +37,38 @@ STAGE_LATENCY = Metric(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
 )
 
+# The live audit of each collection (read from its latest live state on every answer).
+LIVE_LOWER = Metric(
+    "gauge",
+    "tribunal_audit_live_rate_lower",
+    "Lower end of the anytime-valid bound on the live hallucination rate of accepted answers.",
+    ["collection"],
+)
+LIVE_UPPER = Metric(
+    "gauge",
+    "tribunal_audit_live_rate_upper",
+    "Upper end of the anytime-valid bound on the live hallucination rate of accepted answers.",
+    ["collection"],
+)
+LIVE_AUDITED = Metric(
+    "gauge",
+    "tribunal_audit_audited",
+    "Accepted answers audited by reviewers in the live bound's stream.",
+    ["collection"],
+)
+SAFE_MODE = Metric(
+    "gauge",
+    "tribunal_audit_safe_mode",
+    "1 while the collection serves in its safe mode (the live bound showed rate > alpha).",
+    ["collection", "mode"],
+)
+SHIFT_WARNING = Metric(
+    "gauge",
+    "tribunal_audit_shift_warning",
+    "1 when live signals differ from the calibration traffic's (two-sample KS test).",
+    ["collection"],
+)
+
 
 def record_decision(
     kind: str, decision: str, reason: str, latencies_ms: Mapping[str, float]
@@ -34,3 +76,18 @@ def record_decision(
     DECISIONS.labels(kind, decision, reason or "none").inc()
     for stage, milliseconds in latencies_ms.items():
         STAGE_LATENCY.labels(stage).observe(milliseconds / 1000.0)
+
+
+SAFE_MODES = ("fallback", "escalate", "stricter")
+
+
+def record_live_state(
+    collection: str, *, lower: float, upper: float, audited: int, mode: str, shift_warning: bool
+) -> None:
+    """The gauges of a collection's live audit (its latest live state)."""
+    LIVE_LOWER.labels(collection).set(lower)
+    LIVE_UPPER.labels(collection).set(upper)
+    LIVE_AUDITED.labels(collection).set(audited)
+    SHIFT_WARNING.labels(collection).set(1.0 if shift_warning else 0.0)
+    for name in SAFE_MODES:
+        SAFE_MODE.labels(collection, name).set(1.0 if mode == name else 0.0)

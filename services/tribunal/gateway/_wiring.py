@@ -34,10 +34,11 @@ from ..core.server import (
 )
 from ..core.storage import Database
 from ..deploy import SERVICES, STAGES
-from ._answer import AnswerPipeline
+from ._answer import ANSWER_STAGES, AnswerPipeline
 from ._checks import AnswerPolicy
 from ._grpc_transport import GrpcTransport, TokenFile
 from ._label import LabelPipeline
+from ._live_audit import LiveAudit
 from ._local_transport import LocalTransport
 from ._stages import StageTransport
 
@@ -74,7 +75,12 @@ def build_pipelines(
         store: Where decisions and escalations are written (None: not audited).
     """
     answer = AnswerPipeline(
-        settings.gateway, transport, store=store, policy=AnswerPolicy.from_settings(settings)
+        settings.gateway,
+        transport,
+        store=store,
+        policy=AnswerPolicy.from_settings(settings),
+        max_id_chars=settings.server.max_id_chars,
+        audit=LiveAudit(settings.audit, store) if store is not None else None,
     )
     return answer, LabelPipeline(settings.gateway, transport, store=store)
 
@@ -219,4 +225,8 @@ def connect_stages(settings: Settings) -> tuple[StageTransport, ServiceHost | No
         from ._ray_transport import RayServeTransport
 
         return RayServeTransport(gateway.ray_apps), None
-    return LocalTransport(settings, STAGES, max_workers=_stage_slots(settings)), None
+    # Answer's stages load now (ready means answering); the others at their first call.
+    transport = LocalTransport(
+        settings, STAGES, max_workers=_stage_slots(settings), preload=ANSWER_STAGES
+    )
+    return transport, None

@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import grpc
 
-from ..core import InvalidArgumentError, Settings, UnavailableError
-from ..core.server import RequestLimits, ServiceBinding, ServiceHost, status_for
+from ..core import InvalidArgumentError, ResourceExhaustedError, Settings, UnavailableError
+from ..core.server import ServiceHost, status_for
 from ..v1 import gateway_pb2, gateway_pb2_grpc
 from ._answer import AnswerPipeline
 from ._label import LabelPipeline
@@ -70,8 +70,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if not request.items:
             raise InvalidArgumentError("items is empty", field="items")
         if len(request.items) > limit:
-            raise InvalidArgumentError(
-                f"{len(request.items)} items; the limit is {limit} (gateway.max_items_per_request)",
+            raise ResourceExhaustedError(
+                f"{len(request.items)} items; the limit is {limit} "
+                "(gateway.max_items_per_request): split the batch",
                 field="items",
             )
         for i, item in enumerate(request.items):
@@ -125,18 +126,12 @@ def build_host(settings: Settings) -> ServiceHost:
             closer()
         executor.shutdown(wait=False, cancel_futures=True)
 
-    return ServiceHost(
-        settings.server,
-        request_limits=RequestLimits.from_settings(settings),
+    return ServiceHost.for_servicer(
+        settings,
         name="gateway",
-        bindings=[
-            ServiceBinding(
-                SERVICE_NAME,
-                lambda server: gateway_pb2_grpc.add_GatewayServiceServicer_to_server(
-                    servicer, server
-                ),
-            )
-        ],
+        full_name=SERVICE_NAME,
+        add_servicer=gateway_pb2_grpc.add_GatewayServiceServicer_to_server,
+        servicer=servicer,
         loader=load,
         on_stop=close,
     )

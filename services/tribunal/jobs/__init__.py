@@ -10,151 +10,71 @@ Items run through ``Gateway.Label``'s own pipeline; results are written once per
 (a guarded write), so a job killed at any point resumes without loss or duplicates.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._compare import JobComparison, compare_jobs, comparison_markdown
-from ._heartbeat import LeaseHeartbeat
+from ._compare import compare_jobs, comparison_markdown
 from ._inputs import (
-    JSONL_FIELDS,
     InputSpec,
     ItemLimits,
     LabelItem,
     check_items,
     detect_format,
-    read_beir,
-    read_corpus,
     read_items,
     read_jsonl,
-    read_qrels,
-    read_run,
-    read_topics,
-    read_trec,
 )
-from ._labeller import (
-    GatewayLabeller,
-    Labeller,
-    PartialBatchError,
-    PipelineLabeller,
-    failed_result,
-    label_request,
-    label_result,
-)
-from ._outputs import ExportCounts, export_job, final_label, qrels_ids
-from ._plan import calibrate, fit_plan
-from ._plan_artifact import PLAN_FORMAT, JudgeBinding, LabelPlan, replan_command
-from ._plan_bands import BandOutcome, apply_band, band_outcome
-from ._plan_report import PlanJobReport, plan_job_report
-from ._review import (
-    AttentionItem,
-    ReviewItem,
-    ReviewQueue,
-    VoteResult,
-    export_votes,
-    item_view,
-    load_attention,
-    review_stats,
-)
-from ._review_tables import ReviewVoteRow
-from ._runner import JobProgress, RunReport, batched, run_job
-from ._store import (
-    ItemResult,
-    JobCounts,
-    JobInfo,
-    JobItem,
-    JobStore,
-    LeaseHolder,
-    check_job_name,
-    runner_id,
-)
-from ._tables import JobItemRow, LabelJobRow
+from ._labeller import GatewayLabeller, Labeller, PipelineLabeller
+from ._outputs import export_job
+from ._plan import fit_plan
+from ._plan_artifact import JudgeBinding, LabelPlan
+from ._plan_bands import BandOutcome, band_outcome
+from ._plan_plot import plot_available, write_plan_plot
+from ._plan_report import plan_job_report
+from ._ray import run_on_ray
+from ._review import ReviewQueue, debate_rounds, export_votes, load_attention, review_stats
+from ._review_annotators import AnnotatorRegistry
+from ._runner import run_job
+from ._store import JobStore, check_job_name
+
+if TYPE_CHECKING:
+    from ._aggregate import aggregate, read_votes
+    from ._review_web import review_server
 
 __all__ = [
-    "JSONL_FIELDS",
-    "PLAN_FORMAT",
-    "AggregationResult",
-    "Agreement",
-    "AttentionItem",
+    "AnnotatorRegistry",
     "BandOutcome",
-    "ExportCounts",
     "GatewayLabeller",
     "InputSpec",
     "ItemLimits",
-    "ItemResult",
-    "JobComparison",
-    "JobCounts",
-    "JobInfo",
-    "JobItem",
-    "JobItemRow",
-    "JobProgress",
     "JobStore",
     "JudgeBinding",
-    "LabelAggregator",
     "LabelItem",
-    "LabelJobRow",
     "LabelPlan",
     "Labeller",
-    "LeaseHeartbeat",
-    "LeaseHolder",
-    "Method",
-    "PartialBatchError",
     "PipelineLabeller",
-    "PlanJobReport",
-    "ReviewItem",
     "ReviewQueue",
-    "ReviewVoteRow",
-    "RunReport",
-    "VoteResult",
     "aggregate",
-    "agreement",
-    "apply_band",
     "band_outcome",
-    "batched",
-    "calibrate",
     "check_items",
     "check_job_name",
     "compare_jobs",
     "comparison_markdown",
-    "create_app",
+    "debate_rounds",
     "detect_format",
     "export_job",
     "export_votes",
-    "failed_result",
-    "final_label",
     "fit_plan",
-    "item_view",
-    "label_request",
-    "label_result",
     "load_attention",
     "plan_job_report",
-    "qrels_ids",
-    "read_beir",
-    "read_corpus",
+    "plot_available",
     "read_items",
     "read_jsonl",
-    "read_qrels",
-    "read_run",
-    "read_topics",
-    "read_trec",
     "read_votes",
-    "replan_command",
     "review_server",
     "review_stats",
     "run_job",
-    "runner_id",
+    "run_on_ray",
+    "write_plan_plot",
 ]
-
-
-_AGGREGATION = frozenset(
-    (
-        "AggregationResult",
-        "Agreement",
-        "LabelAggregator",
-        "Method",
-        "aggregate",
-        "agreement",
-        "read_votes",
-    )
-)
 
 
 def __getattr__(name: str) -> Any:
@@ -162,11 +82,11 @@ def __getattr__(name: str) -> Any:
     # server nor the analysis stack: the review web app is the adapter (Starlette,
     # uvicorn: the `review` extra); vote aggregation needs pandas and crowd-kit (the
     # `analysis` extra).
-    if name in ("create_app", "review_server"):
+    if name == "review_server":
         from . import _review_web
 
-        return getattr(_review_web, name)
-    if name in _AGGREGATION:
+        return _review_web.review_server
+    if name in ("aggregate", "read_votes"):
         from . import _aggregate
 
         return getattr(_aggregate, name)

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from tribunal.core import InvalidArgumentError
+from tribunal.core import InvalidArgumentError, jsonl_rows
 
 __all__ = [
     "AggregationResult",
@@ -480,23 +480,11 @@ def aggregate(
 
 def read_votes(path: Any) -> pd.DataFrame:
     """Votes from a JSONL file of ``{"task", "worker", "label"}`` objects (extra keys ignored)."""
-    import json
-    from pathlib import Path
-
     rows = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidArgumentError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-            if not isinstance(row, dict) or any(row.get(c) is None for c in _COLUMNS):
-                raise InvalidArgumentError(
-                    f"{path}:{number}: each line needs task, worker and label"
-                )
-            rows.append({c: str(row[c]) for c in _COLUMNS})
+    for row in jsonl_rows(path, field="votes"):
+        if any(row.value.get(c) is None for c in _COLUMNS):
+            raise InvalidArgumentError(f"{row.where}: each line needs task, worker and label")
+        rows.append({c: str(row.value[c]) for c in _COLUMNS})
     if not rows:
         raise InvalidArgumentError(f"{path}: no votes")
     return pd.DataFrame(rows, columns=list(_COLUMNS))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core import InvalidArgumentError, NotFoundError
+from ..core import InvalidArgumentError, NotFoundError, jsonl_rows
 
 if TYPE_CHECKING:
     from ..core import Settings
@@ -254,17 +254,6 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, line.rstrip("\n")
 
 
-def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in _lines(path):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidArgumentError(f"{path}:{number}: not JSON: {exc}") from exc
-        if not isinstance(row, dict):
-            raise InvalidArgumentError(f"{path}:{number}: a row must be a JSON object")
-        yield number, row
-
-
 def _grade(value: Any, where: str) -> int | None:
     if value is None or value == "":
         return None
@@ -309,8 +298,7 @@ def read_jsonl(path: Path, fields: Mapping[str, str] | None = None) -> list[Labe
         for name, keys in JSONL_FIELDS.items()
     }
     items: list[LabelItem] = []
-    for number, row in _json_rows(path):
-        where = f"{path}:{number}"
+    for where, _, row in jsonl_rows(path, field="input"):
 
         def get(name: str, row: dict[str, Any] = row) -> Any:
             return next((row[key] for key in keys[name] if key in row), None)
@@ -406,7 +394,7 @@ def read_topics(path: Path) -> dict[str, str]:
     """``qid -> query`` from TSV (``qid<TAB>query``, as MS MARCO / TREC DL ship them),
     classic TREC ``<top><num> Number: N <title> ...`` topics, or BEIR JSONL queries."""
     if path.suffix in (".jsonl", ".json"):
-        return {str(row["_id"]): str(row["text"]) for _, row in _json_rows(path)}
+        return {str(row["_id"]): str(row["text"]) for _, _, row in jsonl_rows(path, field="input")}
     if not path.is_file():
         raise NotFoundError(f"{path} does not exist")
     text = path.read_text(encoding="utf-8")
@@ -433,7 +421,7 @@ def read_corpus(path: Path, wanted: set[str] | None = None) -> dict[str, str]:
     ``docid<TAB>text``), only the ``wanted`` ids when given (corpora are large)."""
     corpus: dict[str, str] = {}
     if path.suffix in (".jsonl", ".json"):
-        for _, row in _json_rows(path):
+        for _, _, row in jsonl_rows(path, field="input"):
             docid = str(row["_id"])
             if wanted is None or docid in wanted:
                 title, body = str(row.get("title") or "").strip(), str(row.get("text") or "")

@@ -136,7 +136,7 @@ class PipelineLabeller:
         load_timeout_s: float = 3600.0,
         concurrency: int | None = None,
     ) -> None:
-        from ..gateway._wiring import open_audit_store, serve_stages
+        from ..gateway import open_audit_store, serve_stages
 
         self.mode = LabelMode.parse(mode)
         if concurrency is None:

@@ -52,6 +52,7 @@ from scipy import special, stats
 
 from ..confidence import RISK_METHODS
 from ..core import InvalidArgumentError
+from ..core.settings import PLAN_CALIBRATOR_KINDS, PlanCalibratorKind
 from ._plan_artifact import (
     BandChoice,
     Certification,
@@ -76,7 +77,7 @@ __all__ = [
 ]
 
 Scheme = Literal["nested", "grid"]
-CalibratorKind = Literal["platt", "isotonic"]
+CalibratorKind = PlanCalibratorKind
 Clusters = Literal["query", "none"]
 DEFAULT_METHOD = "ltt"
 DEFAULT_CALIBRATOR: CalibratorKind = "isotonic"
@@ -324,9 +325,10 @@ def fit_plan(
         raise InvalidArgumentError(
             f"clusters must be query or none, got {clusters!r}", field="clusters"
         )
-    if calibrator_kind not in ("platt", "isotonic"):
+    if calibrator_kind not in PLAN_CALIBRATOR_KINDS:
         raise InvalidArgumentError(
-            f"calibrator must be platt or isotonic, got {calibrator_kind!r}", field="calibrator"
+            f"calibrator must be {' or '.join(PLAN_CALIBRATOR_KINDS)}, got {calibrator_kind!r}",
+            field="calibrator",
         )
     sample = _sample(scores, gold, queries)
     calibration_queries, certification_queries = _split_queries(

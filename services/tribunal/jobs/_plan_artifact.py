@@ -23,6 +23,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..core import FailedPreconditionError, InvalidArgumentError
+from ..core.settings import PlanCalibratorKind
 
 __all__ = [
     "PLAN_FORMAT",
@@ -87,7 +88,7 @@ class PlanCalibrator(_Part):
     piecewise-linear map through the points (``x``, ``y``), flat beyond its ends.
     """
 
-    kind: Literal["platt", "isotonic"] = "platt"
+    kind: PlanCalibratorKind = "platt"
     coef: float | None = None
     intercept: float | None = None
     x: list[float] = Field(default_factory=list)

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import math
 import random
 import re
 import threading
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlalchemy import Select, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError, jsonl_rows
 from ..core.storage import Base, Database, EscalationRow
 from ._review_tables import ReviewVoteRow
 from ._tables import JobItemRow
@@ -123,34 +122,31 @@ def load_attention(path: str | Path) -> list[AttentionItem]:
         raise NotFoundError(f"--attention {source}: no such file")
     items: list[AttentionItem] = []
     seen: set[str] = set()
-    with source.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                parsed = _AttentionLine.model_validate(json.loads(line))
-            except (json.JSONDecodeError, ValidationError) as exc:
-                raise InvalidArgumentError(
-                    f"{source}:{number}: not an attention item (need query, chunk, answers, "
-                    f"label relevant|irrelevant): {exc}",
-                    field="attention",
-                ) from None
-            item_id = parsed.id or str(number)
-            if item_id in seen:
-                raise InvalidArgumentError(
-                    f"{source}:{number}: duplicate attention id {item_id!r}", field="attention"
-                )
-            seen.add(item_id)
-            items.append(
-                AttentionItem(
-                    id=item_id,
-                    query=parsed.query,
-                    chunk=parsed.chunk,
-                    label=parsed.label,
-                    answers=tuple(parsed.answers),
-                    history=parsed.history,
-                )
+    for row in jsonl_rows(source, field="attention"):
+        try:
+            parsed = _AttentionLine.model_validate(row.value)
+        except ValidationError as exc:
+            raise InvalidArgumentError(
+                f"{row.where}: not an attention item (need query, chunk, answers, "
+                f"label relevant|irrelevant): {exc}",
+                field="attention",
+            ) from None
+        item_id = parsed.id or str(row.number)
+        if item_id in seen:
+            raise InvalidArgumentError(
+                f"{row.where}: duplicate attention id {item_id!r}", field="attention"
             )
+        seen.add(item_id)
+        items.append(
+            AttentionItem(
+                id=item_id,
+                query=parsed.query,
+                chunk=parsed.chunk,
+                label=parsed.label,
+                answers=tuple(parsed.answers),
+                history=parsed.history,
+            )
+        )
     return items
 
 
@@ -362,6 +358,7 @@ class ReviewQueue:
         attention_rate: float = 0.2,
         seed: int = 0,
         job: str | None = None,
+        on_vote: Callable[[str], None] | None = None,
     ) -> None:
         if votes_per_item < 1:
             raise InvalidArgumentError("--votes-per-item must be >= 1", field="votes_per_item")
@@ -375,6 +372,9 @@ class ReviewQueue:
         self.attention_rate = attention_rate
         self.seed = seed
         self.job = job
+        self.on_vote = on_vote
+        """Called with the item's id after each stored vote on a real item (the live audit
+        monitor recomputes its bound there)."""
         self._attention_by_token = {_attention_token(item): item for item in self.attention}
         # One review server is one process: this lock makes "check the item is still
         # open, then insert" atomic on SQLite; PostgreSQL also locks the escalation row.
@@ -508,6 +508,8 @@ class ReviewQueue:
             labelled = session.scalar(
                 select(func.count()).where(ReviewVoteRow.annotator == annotator)
             )
+        if stored and check is None and self.on_vote is not None:
+            self.on_vote(key)
         return VoteResult(
             stored=stored,
             label=label if stored else str(existing),

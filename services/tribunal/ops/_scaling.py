@@ -157,7 +157,9 @@ def apply_scale(
     for entry in _target_entries(app, request, deployment_names):
         if request.replicas is not None:
             entry["num_replicas"] = request.replicas
-            entry.pop("autoscaling_config", None)
+            # Explicitly null: the application's code sets an autoscaling_config, which
+            # Serve would otherwise keep (and ignore num_replicas).
+            entry["autoscaling_config"] = None
             continue
         autoscaling = dict(entry.get("autoscaling_config") or {})
         if request.min_replicas is not None:

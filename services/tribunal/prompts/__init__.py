@@ -12,14 +12,13 @@ policy (:class:`PromptTemplate`).
 """
 
 from . import debate, entailment, matching, relevance
-from ._template import PromptTemplate, get_prompt, list_prompts, register
+from ._template import PromptTemplate, get_prompt, register
 
 __all__ = [
     "PromptTemplate",
     "debate",
     "entailment",
     "get_prompt",
-    "list_prompts",
     "matching",
     "register",
     "relevance",

@@ -12,124 +12,24 @@ Typical use::
 
 Every upsert verifies its entries once (do their supporting chunks entail their
 answers?) and stores the verdict with the entry version; search hits carry it.
+Entries and their files are :mod:`tribunal.kb`; the embedders, :mod:`tribunal.embedding`.
 """
 
-from ._batching import MicroBatchingEmbedder, prefetch_query_vectors, shared_profile_embedder
-from ._change_audit import AuditedWrites, KbChange, KbChangeLog
-from ._chunking import chunk_sentences, chunk_text, split_sentences
-from ._collection import Collection
-from ._dense import DenseIndex, UnitMatch, choose_index_type, gpu_count
-from ._embedding import (
-    CachingEmbedder,
-    Embedder,
-    SentenceTransformerEmbedder,
-    WrappingEmbedder,
-    load_profile_embedder,
-)
-from ._fusion import reciprocal_rank_fusion
-from ._ingest import (
-    RecordFormat,
-    deduplicate,
-    entry_from_record,
-    entry_to_record,
-    read_entries,
-)
-from ._knowledge_base import KnowledgeBase, VerifyReport
-from ._rerank import (
-    CrossEncoderReranker,
-    LazyReranker,
-    LlmReranker,
-    Reranker,
-    load_profile_reranker,
-    rerank_passage,
-    rerank_prompt,
-)
-from ._sparse import SparseIndex
-from ._types import (
-    ANSWER_UNIT_ID,
-    QUESTION_UNIT_ID,
-    Chunk,
-    CollectionStats,
-    DeleteResult,
-    KbEntry,
-    SearchHit,
-    SearchMode,
-    SearchQuery,
-    SearchResult,
-    UpsertResult,
-)
-from ._vector_store import VectorStore
-from ._verification import (
-    SERVABLE,
-    ClaimCheck,
-    EntailmentChecker,
-    EntryVerification,
-    EntryVerifier,
-    VerificationVerdict,
-    answer_sha256,
-    checker_version,
-    entry_sha256,
-    self_sourced,
-    split_claims,
-)
+from ._change_audit import AuditedWrites
+from ._dense import DenseIndex
+from ._knowledge_base import KnowledgeBase, stored_content_version
+from ._rerank import load_profile_reranker
+from ._types import SearchMode, SearchQuery
+from ._verification import SERVABLE, VerificationVerdict
 
 __all__ = [
-    "ANSWER_UNIT_ID",
-    "QUESTION_UNIT_ID",
     "SERVABLE",
     "AuditedWrites",
-    "CachingEmbedder",
-    "Chunk",
-    "ClaimCheck",
-    "Collection",
-    "CollectionStats",
-    "CrossEncoderReranker",
-    "DeleteResult",
     "DenseIndex",
-    "Embedder",
-    "EntailmentChecker",
-    "EntryVerification",
-    "EntryVerifier",
-    "KbChange",
-    "KbChangeLog",
-    "KbEntry",
     "KnowledgeBase",
-    "LazyReranker",
-    "LlmReranker",
-    "MicroBatchingEmbedder",
-    "RecordFormat",
-    "Reranker",
-    "SearchHit",
     "SearchMode",
     "SearchQuery",
-    "SearchResult",
-    "SentenceTransformerEmbedder",
-    "SparseIndex",
-    "UnitMatch",
-    "UpsertResult",
-    "VectorStore",
     "VerificationVerdict",
-    "VerifyReport",
-    "WrappingEmbedder",
-    "answer_sha256",
-    "checker_version",
-    "choose_index_type",
-    "chunk_sentences",
-    "chunk_text",
-    "deduplicate",
-    "entry_from_record",
-    "entry_sha256",
-    "entry_to_record",
-    "gpu_count",
-    "load_profile_embedder",
     "load_profile_reranker",
-    "prefetch_query_vectors",
-    "read_entries",
-    "reciprocal_rank_fusion",
-    "rerank_passage",
-    "rerank_prompt",
-    "self_sourced",
-    "shared_profile_embedder",
-    "split_claims",
-    "split_sentences",
+    "stored_content_version",
 ]

@@ -30,10 +30,10 @@ from sqlalchemy import select
 
 from ..core import UnavailableError
 from ..core.storage import Database, KbChangeRow
+from ..kb import KbEntry, entry_sha256
 from ._knowledge_base import KnowledgeBase
-from ._types import DeleteResult, KbEntry, UpsertResult
+from ._types import DeleteResult, UpsertResult
 from ._validation import check_collection_name, check_delete_ids, check_entries
-from ._verification import entry_sha256
 
 __all__ = ["AuditedWrites", "KbChange", "KbChangeLog"]
 

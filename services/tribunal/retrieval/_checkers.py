@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core import ConfigError
+from ..entailment import checker_version
 from ._verdict_cache import SqliteVerdictCache
-from ._verification import ClaimCheck, EntailmentChecker, checker_version
+from ._verification import ClaimCheck, EntailmentChecker
 
 if TYPE_CHECKING:
     from ..core import Settings

@@ -26,11 +26,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import FailedPreconditionError, RetrievalSettings
+from ..embedding import Embedder
+from ..kb import KbEntry
 from ._dense import DenseIndex, UnitMatch
-from ._embedding import Embedder
 from ._sparse import SparseIndex
 from ._store import EntryStore
-from ._types import CollectionStats, DeleteResult, KbEntry, UpsertResult
+from ._types import CollectionStats, DeleteResult, UpsertResult
 from ._verification import EntryVerification, VerificationVerdict
 
 __all__ = ["Collection"]

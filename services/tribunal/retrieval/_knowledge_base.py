@@ -29,16 +29,15 @@ from ..core import (
     RetrievalSettings,
     check_deadline,
 )
-from ._batching import prefetch_query_vectors, shared_profile_embedder
+from ..embedding import Embedder, prefetch_query_vectors, shared_profile_embedder
+from ..kb import KbEntry
 from ._collection import Collection
 from ._dense import UnitMatch
-from ._embedding import Embedder
 from ._fusion import reciprocal_rank_fusion
 from ._rerank import Reranker, rerank_order, rerank_passage
 from ._types import (
     CollectionStats,
     DeleteResult,
-    KbEntry,
     SearchHit,
     SearchMode,
     SearchQuery,
@@ -63,7 +62,7 @@ from ._verification import (
 if TYPE_CHECKING:
     from ..core import Settings
 
-__all__ = ["KnowledgeBase", "VerifyReport"]
+__all__ = ["KnowledgeBase", "VerifyReport", "stored_content_version"]
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +121,19 @@ class _Candidate:
             return self.dense.unit_id
         assert self.sparse is not None
         return self.sparse.unit_id
+
+
+def stored_content_version(settings: Settings, collection: str) -> str | None:
+    """The content version of ``collection`` under ``data_dir/retrieval`` as a search
+    reports it, read from its store without loading a model; None when it does not exist."""
+    from ._store import EntryStore
+
+    check_collection_name(collection)
+    path = settings.data_dir / "retrieval" / collection / "entries.sqlite3"
+    try:
+        return EntryStore.read_content_version(path)
+    except FileNotFoundError:
+        return None
 
 
 class KnowledgeBase:
@@ -554,7 +566,7 @@ def _needs_check(verification: EntryVerification | None, version: str) -> bool:
 
 
 def _never_verified(entry: KbEntry) -> EntryVerification:
-    from ._verification import answer_sha256, entry_sha256
+    from ..kb import answer_sha256, entry_sha256
 
     return EntryVerification(
         VerificationVerdict.UNVERIFIED,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..core import ConfigError
-from ._types import QUESTION_UNIT_ID, KbEntry
+from ..kb import QUESTION_UNIT_ID, KbEntry
 
 if TYPE_CHECKING:
     from ..core import Settings

@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from ._ingest import entry_from_record, entry_to_record
-from ._types import KbEntry
-from ._verification import EntryVerification, entry_sha256
+from ..kb import KbEntry, entry_from_record, entry_sha256, entry_to_record
+from ._verification import EntryVerification
 
 __all__ = ["EntryStore", "StoredUnits"]
 
@@ -330,12 +329,26 @@ class EntryStore:
         """The last change sequence and the content hash of every stored entry:
         ``kb-`` + 16 hex of the sha256 over the entries' ids and versions (sorted by id),
         so the same entries give the same value in any store."""
-        digest = hashlib.sha256()
         with self._transaction("DEFERRED") as db:
-            for entry_id, record in db.execute("SELECT id, record FROM entries ORDER BY id"):
-                digest.update(f"{entry_id}\x00{_record_sha256(record)}\n".encode())
+            version = _content_version(db)
             last = self._last_seq(db)
-        return last, f"kb-{digest.hexdigest()[:16]}"
+        return last, version
+
+    @staticmethod
+    def read_content_version(path: Path) -> str:
+        """:meth:`content_version`'s hash of the store at ``path``, read without opening
+        the collection (no embedder, no index): what a calibration is bound to.
+
+        Raises:
+            FileNotFoundError: there is no store at ``path``.
+        """
+        if not path.is_file():
+            raise FileNotFoundError(path)
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        try:
+            return _content_version(db)
+        finally:
+            db.close()
 
     def iter_entries(self) -> Iterator[KbEntry]:
         """Every stored entry (for export)."""
@@ -343,6 +356,14 @@ class EntryStore:
             rows = db.execute("SELECT record FROM entries ORDER BY id").fetchall()
         for (record,) in rows:
             yield entry_from_record(json.loads(record), record_format="entries", max_chars=1)
+
+
+def _content_version(db: sqlite3.Connection) -> str:
+    """``kb-`` + 16 hex of the sha256 over the entries' ids and record hashes, by id."""
+    digest = hashlib.sha256()
+    for entry_id, record in db.execute("SELECT id, record FROM entries ORDER BY id"):
+        digest.update(f"{entry_id}\x00{_record_sha256(record)}\n".encode())
+    return f"kb-{digest.hexdigest()[:16]}"
 
 
 def _verification_json(verification: EntryVerification) -> str:

@@ -1,4 +1,4 @@
-"""The knowledge-base model and the values searches take and return.
+"""The values searches and writes take and return (the entries themselves: :mod:`tribunal.kb`).
 
 Plain frozen dataclasses: the gRPC adapter translates them to and from
 ``tribunal.v1`` messages, the Ray deployment pickles them.
@@ -11,73 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..kb import KbEntry
+
 if TYPE_CHECKING:
     from ._verification import EntryVerification
 
 __all__ = [
-    "ANSWER_UNIT_ID",
-    "QUESTION_UNIT_ID",
-    "Chunk",
     "CollectionStats",
     "DeleteResult",
-    "KbEntry",
     "SearchHit",
     "SearchMode",
     "SearchQuery",
     "SearchResult",
     "UpsertResult",
 ]
-
-QUESTION_UNIT_ID = "question"
-"""``matched_chunk_id`` of a hit whose question text matched best."""
-ANSWER_UNIT_ID = "answer"
-"""``matched_chunk_id`` of a hit matched on its answer (entries without chunks only)."""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A passage supporting an answer; keeps its document's title."""
-
-    id: str
-    """Unique within its entry."""
-    text: str
-    """The passage."""
-    title: str = ""
-    """Title of the document the passage comes from."""
-
-    def indexed_text(self) -> str:
-        """What the retrievers see: the title, then the passage."""
-        return f"{self.title}\n{self.text}" if self.title else self.text
-
-
-@dataclass(frozen=True)
-class KbEntry:
-    """One verified knowledge-base entry."""
-
-    id: str
-    """Caller-chosen, unique within a collection."""
-    question: str = ""
-    """The canonical question (empty for plain document corpora)."""
-    answer: str = ""
-    """The verified answer, returned verbatim."""
-    metadata: Mapping[str, str] = field(default_factory=dict)
-    """Source, language, review date, ..."""
-    chunks: tuple[Chunk, ...] = ()
-    """Supporting passages."""
-
-    def search_units(self) -> list[tuple[str, str]]:
-        """``(unit id, text)`` pairs the retrievers index for this entry.
-
-        The question (if any) and each chunk; an entry with neither chunks nor
-        question is indexed by its answer so that it can still be found.
-        """
-        units: list[tuple[str, str]] = []
-        if self.question.strip():
-            units.append((QUESTION_UNIT_ID, self.question))
-        units.extend((chunk.id, chunk.indexed_text()) for chunk in self.chunks if chunk.text)
-        if not self.chunks and self.answer.strip():
-            units.append((ANSWER_UNIT_ID, self.answer))
-        return units
 
 
 class SearchMode(enum.Enum):

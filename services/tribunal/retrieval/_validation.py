@@ -6,8 +6,9 @@ import re
 from collections.abc import Sequence
 
 from ..core import InvalidArgumentError, ResourceExhaustedError, RetrievalSettings
+from ..kb import ANSWER_UNIT_ID, QUESTION_UNIT_ID, KbEntry
 from ._sparse import searchable_terms
-from ._types import ANSWER_UNIT_ID, QUESTION_UNIT_ID, KbEntry, SearchQuery
+from ._types import SearchQuery
 
 __all__ = [
     "check_batch",

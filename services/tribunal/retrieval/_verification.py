@@ -23,21 +23,15 @@ imports grpc or ray.
 from __future__ import annotations
 
 import enum
-import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from ..entailment import VERIFICATION_METHOD, checker_version
-from ._chunking import chunk_sentences, split_sentences
-from ._ingest import entry_to_record
-from ._types import KbEntry
-
-if TYPE_CHECKING:
-    pass
+from ..core import split_sentences
+from ..entailment import VERIFICATION_METHOD
+from ..kb import KbEntry, answer_sha256, chunk_sentences, entry_sha256, self_sourced, sha256_hex
 
 __all__ = [
     "SERVABLE",
@@ -48,10 +42,6 @@ __all__ = [
     "EntryVerifier",
     "VerdictCache",
     "VerificationVerdict",
-    "answer_sha256",
-    "checker_version",
-    "entry_sha256",
-    "self_sourced",
     "split_claims",
     "verification_key",
 ]
@@ -181,43 +171,13 @@ class EntryVerification:
         )
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def answer_sha256(answer: str) -> str:
-    """sha256 (hex) of an answer's UTF-8 text: what the gateway compares the served text with."""
-    return _sha256(answer)
-
-
-def entry_sha256(entry: KbEntry) -> str:
-    """sha256 (hex) of an entry's canonical JSON: its version."""
-    record = entry_to_record(entry)
-    return _sha256(json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
-
-
 def verification_key(entry: KbEntry, version: str) -> str:
     """Cache key: the answer's sha256, each chunk's (id, text) sha256, the checker version."""
-    chunks = [_sha256(f"{chunk.id}\x00{chunk.text}") for chunk in entry.chunks]
-    return _sha256(json.dumps([answer_sha256(entry.answer), chunks, version]))
+    chunks = [sha256_hex(f"{chunk.id}\x00{chunk.text}") for chunk in entry.chunks]
+    return sha256_hex(json.dumps([answer_sha256(entry.answer), chunks, version]))
 
 
-_SPACE = re.compile(r"\s+")
 _MIN_CLAIM_CHARS = 12
-
-
-def _normalised(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().casefold()
-
-
-def self_sourced(entry: KbEntry) -> bool:
-    """True when the entry has no supporting documents: no chunk text at all, or only
-    chunks cut from its own answer (each one occurs in the answer)."""
-    texts = [_normalised(chunk.text) for chunk in entry.chunks if chunk.text.strip()]
-    if not texts:
-        return True
-    answer = _normalised(entry.answer)
-    return all(text in answer for text in texts)
 
 
 def split_claims(answer: str, max_chars: int) -> list[str]:

@@ -30,14 +30,14 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
-from ..deploy import ServeApp, serve_caller
+from ..deploy import ServeApp, gathered, serve_caller, size_gathered
+from ..kb import KbEntry, entry_from_proto
 from ..v1 import retrieval_pb2
 from ._change_audit import AuditedWrites
 from ._knowledge_base import KnowledgeBase
 from ._types import (
     CollectionStats,
     DeleteResult,
-    KbEntry,
     SearchMode,
     SearchQuery,
     SearchResult,
@@ -46,7 +46,6 @@ from ._types import (
 from .servicer import (
     batch_search_response,
     delete_response,
-    entry_from_proto,
     open_change_log,
     profile_reranker,
     queries_from_proto,
@@ -75,15 +74,12 @@ class RetrievalDeployment(ServeApp, service="retrieval"):
         self.kb = KnowledgeBase.from_settings(settings, profile_reranker(settings))
         # Every write, from the proxy or a handle, is audited under its caller's name.
         self.writes = AuditedWrites(self.kb, open_change_log(settings))
-        options = settings.retrieval.deployment
-        self.embed_query.set_max_batch_size(options.max_batch_size)  # type: ignore[attr-defined]
-        self.embed_query.set_batch_wait_timeout_s(options.batch_wait_timeout_s)  # type: ignore[attr-defined]
+        size_gathered(self, settings.retrieval.deployment)
 
-    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005)  # type: ignore[untyped-decorator]
-    async def embed_query(self, texts: list[str]) -> list[NDArray[np.float32]]:
+    @gathered
+    def embed_query(self, texts: list[str]) -> list[NDArray[np.float32]]:
         """One query in, one vector out; Serve gathers concurrent calls into one batch."""
-        vectors = await asyncio.to_thread(self.kb.embed_queries, texts)
-        return list(vectors)
+        return list(self.kb.embed_queries(texts))
 
     # -- domain methods (DeploymentHandle callers) --------------------------------------
     async def search(self, query: SearchQuery) -> SearchResult:

@@ -21,15 +21,14 @@ from ..core import (
 )
 from ..core.server import RequestLimits, ServiceBinding, ServiceHost, caller_of
 from ..core.storage import Database
+from ..kb import entry_from_proto, entry_to_proto
 from ..v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 from ._change_audit import AuditedWrites, KbChangeLog
 from ._knowledge_base import KnowledgeBase
 from ._rerank import LazyReranker, Reranker, load_profile_reranker
 from ._types import (
-    Chunk,
     CollectionStats,
     DeleteResult,
-    KbEntry,
     SearchMode,
     SearchQuery,
     SearchResult,
@@ -42,8 +41,6 @@ __all__ = [
     "batch_search_response",
     "build_host",
     "delete_response",
-    "entry_from_proto",
-    "entry_to_proto",
     "open_change_log",
     "profile_reranker",
     "queries_from_proto",
@@ -68,26 +65,6 @@ _MODES = {
 
 
 # -- proto ↔ domain ------------------------------------------------------------------
-def entry_from_proto(message: common_pb2.KbEntry) -> KbEntry:
-    return KbEntry(
-        id=message.id,
-        question=message.question,
-        answer=message.answer,
-        metadata=dict(message.metadata),
-        chunks=tuple(Chunk(c.id, c.text, c.title) for c in message.chunks),
-    )
-
-
-def entry_to_proto(entry: KbEntry) -> common_pb2.KbEntry:
-    return common_pb2.KbEntry(
-        id=entry.id,
-        question=entry.question,
-        answer=entry.answer,
-        metadata=dict(entry.metadata),
-        chunks=[common_pb2.Chunk(id=c.id, text=c.text, title=c.title) for c in entry.chunks],
-    )
-
-
 def query_from_proto(message: retrieval_pb2.SearchRequest, *, field: str = "") -> SearchQuery:
     mode = _MODES.get(message.mode)
     if mode is None:

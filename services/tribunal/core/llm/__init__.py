@@ -21,28 +21,18 @@ templates come from the model. Build prompts instructions-first, item-last
 from ._engine import LLMEngine
 from ._errors import MalformedOutputError, PromptTooLongError
 from ._factory import Backend, create_engine, shared_engine
-from ._json import SchemaLike, extract_json
-from ._types import Generation, JsonResult, Message, Prompt, PromptLike, Usage, YesNoBatch
-from ._yesno import YesNoTokens, p_yes_from_logits, p_yes_from_top_logprobs, yes_no_spellings
+from ._json import extract_json
+from ._types import Message, Prompt, Usage
 
 __all__ = [
     "Backend",
-    "Generation",
-    "JsonResult",
     "LLMEngine",
     "MalformedOutputError",
     "Message",
     "Prompt",
-    "PromptLike",
     "PromptTooLongError",
-    "SchemaLike",
     "Usage",
-    "YesNoBatch",
-    "YesNoTokens",
     "create_engine",
     "extract_json",
-    "p_yes_from_logits",
-    "p_yes_from_top_logprobs",
     "shared_engine",
-    "yes_no_spellings",
 ]

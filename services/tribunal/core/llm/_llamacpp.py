@@ -43,7 +43,9 @@ class LlamaCppEngine(LocalEngine):
             from llama_cpp import llama_chat_format, llama_grammar
         except ImportError as exc:
             raise FailedPreconditionError(
-                "the llamacpp backend needs llama-cpp-python: pip install -e '.[llamacpp]'"
+                "the llamacpp backend needs llama-cpp-python, an extra: `make llm` builds it for "
+                "this CPU (once, ~10 min; or pip install -e '.[llamacpp]' with the Makefile's "
+                "CMAKE_ARGS), or set llm_backend: transformers"
             ) from exc
         self._lib = llama_cpp
         self._grammar = llama_grammar.LlamaGrammar

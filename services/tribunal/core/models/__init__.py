@@ -1,15 +1,11 @@
 """Model artifacts: the offline catalog and the local model cache."""
 
-from ._catalog import CATALOG, ArtifactKind, ModelArtifact, WheelPart, get_artifact
-from ._store import InstallReport, ModelStatus, ModelStore
+from ._catalog import CATALOG, ModelArtifact, get_artifact
+from ._store import ModelStore
 
 __all__ = [
     "CATALOG",
-    "ArtifactKind",
-    "InstallReport",
     "ModelArtifact",
-    "ModelStatus",
     "ModelStore",
-    "WheelPart",
     "get_artifact",
 ]

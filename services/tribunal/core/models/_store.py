@@ -108,7 +108,9 @@ class ModelStore:
         if self.status(artifact) != "installed":
             raise ModelNotInstalledError(
                 f"model {artifact.id!r} is not installed in {self.root}; run "
-                "`tribunal models install` (set TRIBUNAL_MODEL_DIR to use another cache)"
+                f"`tribunal models install --only {artifact.id}` (`tribunal models install "
+                "--with-llms` installs every model the LLM stages use; set "
+                "TRIBUNAL_MODEL_DIR to use another cache)"
             )
         return self.path_of(artifact)
 

@@ -1,77 +1,40 @@
 """The gRPC runtime shared by every service (this package may import grpc; domain code may not)."""
 
-from ._admission import Admission, AdmissionInterceptor
-from ._auth import OPEN_PREFIXES, UNCHECKED, AuthInterceptor, Caller, authorize, caller_of
+from ._auth import Caller, authorize, caller_of
 from ._credentials import (
-    Credential,
     CredentialStore,
     Role,
+    credential_from_entry,
     credentials_from,
     install_reload_signal,
     new_token,
+    read_credentials_file,
     token_sha256,
 )
 from ._exposure import check_exposure, is_loopback
 from ._host import ServiceBinding, ServiceHost
-from ._interceptor import ServerInterceptor
-from ._limits import REQUEST_LIMITS, RequestLimits
-from ._metrics import (
-    GRPC_IN_FLIGHT,
-    GRPC_LATENCY,
-    GRPC_REQUESTS,
-    METRICS,
-    SERVICE_READY,
-    BoundMetric,
-    Metric,
-    in_serve_replica,
-    start_metrics_server,
-)
-from ._roles import METHOD_ROLES, required_role
-from ._status import (
-    STATUS_BY_ERROR_CODE,
-    UndecodableRequest,
-    abort_with_error,
-    status_for,
-    tolerant_deserializer,
-)
+from ._limits import RequestLimits
+from ._metrics import METRICS, Metric
+from ._status import status_for
 
 __all__ = [
-    "GRPC_IN_FLIGHT",
-    "GRPC_LATENCY",
-    "GRPC_REQUESTS",
-    "METHOD_ROLES",
     "METRICS",
-    "OPEN_PREFIXES",
-    "REQUEST_LIMITS",
-    "SERVICE_READY",
-    "STATUS_BY_ERROR_CODE",
-    "UNCHECKED",
-    "Admission",
-    "AdmissionInterceptor",
-    "AuthInterceptor",
-    "BoundMetric",
     "Caller",
-    "Credential",
     "CredentialStore",
     "Metric",
     "RequestLimits",
     "Role",
-    "ServerInterceptor",
     "ServiceBinding",
     "ServiceHost",
-    "UndecodableRequest",
-    "abort_with_error",
     "authorize",
     "caller_of",
     "check_exposure",
+    "credential_from_entry",
     "credentials_from",
-    "in_serve_replica",
     "install_reload_signal",
     "is_loopback",
     "new_token",
-    "required_role",
-    "start_metrics_server",
+    "read_credentials_file",
     "status_for",
     "token_sha256",
-    "tolerant_deserializer",
 ]

@@ -29,16 +29,14 @@ import grpc
 
 from .._deadline import RequestBudget, request_scope
 from .._errors import DeadlineExceededError, ResourceExhaustedError
+from ._handlers import Behavior, HandlerInterceptor, rewrap_handler
 from ._limits import RequestLimits
 from ._status import UndecodableRequest, tolerant_deserializer
 
 __all__ = ["Admission", "AdmissionInterceptor"]
 
-_EXEMPT_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
 # How often a queued call wakes to notice that its caller cancelled.
 _QUEUE_POLL_S = 0.25
-
-Behavior = Callable[..., Any]
 
 
 class Admission:
@@ -113,7 +111,7 @@ def _message_name(deserializer: Callable[[bytes], Any] | None) -> str:
     return str(getattr(descriptor, "full_name", "request"))
 
 
-class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
+class AdmissionInterceptor(HandlerInterceptor):
     """Applies the steps above to every Tribunal method (innermost interceptor).
 
     Args:
@@ -129,32 +127,20 @@ class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-ar
         self.workers = workers
         self.limits = limits
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Any],
-        handler_call_details: grpc.HandlerCallDetails,
+    def intercept(
+        self, handler: Any, method: str, handler_call_details: grpc.HandlerCallDetails
     ) -> Any:
-        handler = continuation(handler_call_details)
-        method: str = handler_call_details.method
-        if handler is None or method.startswith(_EXEMPT_PREFIXES):
-            return handler
         deserializer = tolerant_deserializer(
             handler.request_deserializer, _message_name(handler.request_deserializer)
         )
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary),
-                request_deserializer=deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(
-                self._stream(handler.unary_stream),
-                request_deserializer=deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        # Tribunal has no client-streaming methods; leave any such handler as it is.
-        return handler
+        # Tribunal has no client-streaming methods; such a handler is left as it is.
+        return rewrap_handler(
+            handler,
+            unary=self._unary,
+            stream=self._stream,
+            request_deserializer=deserializer,
+            client_streaming=False,
+        )
 
     # -- before the work --------------------------------------------------------------------
     def _admit(self, request: Any, context: grpc.ServicerContext) -> RequestBudget:

@@ -11,7 +11,7 @@ credential, PERMISSION_DENIED when the role is too weak. The gRPC servers run it
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +19,14 @@ import grpc
 
 from .._errors import PermissionDeniedError, TribunalError, UnauthenticatedError
 from ._credentials import CredentialStore, Role
+from ._handlers import INFRASTRUCTURE_PREFIXES, Behavior, HandlerInterceptor, rewrap_handler
 from ._metrics import GRPC_REQUESTS
 from ._roles import required_role
 from ._status import abort_with_error
 
 __all__ = ["OPEN_PREFIXES", "AuthInterceptor", "Caller", "authorize", "bearer_token", "caller_of"]
 
-OPEN_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
+OPEN_PREFIXES = INFRASTRUCTURE_PREFIXES
 """Methods anyone may call: Kubernetes probes and grpcurl's discovery."""
 
 _SEND = "send metadata 'authorization: Bearer <token>' with a current credential's token"
@@ -100,10 +101,7 @@ def caller_of(context: Any) -> Caller:
         return UNCHECKED
 
 
-Behavior = Callable[..., Any]
-
-
-class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
+class AuthInterceptor(HandlerInterceptor):
     """Refuses calls without an allowed credential (outermost interceptor): the refusal
     costs no admission slot and runs no validation."""
 
@@ -111,22 +109,21 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
         self.service = service
         self.credentials = credentials
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Any],
-        handler_call_details: grpc.HandlerCallDetails,
+    exempt = OPEN_PREFIXES
+
+    def intercept(
+        self, handler: Any, method: str, handler_call_details: grpc.HandlerCallDetails
     ) -> Any:
-        method: str = handler_call_details.method
-        handler = continuation(handler_call_details)
-        if handler is None or method.startswith(OPEN_PREFIXES):
-            return handler
         try:
             caller = authorize(self.credentials, method, handler_call_details.invocation_metadata)
         except TribunalError as error:
             GRPC_REQUESTS.labels(self.service, method.rsplit("/", 1)[-1], error.code.value).inc()
-            return _reshape(handler, _refuse(error), _refuse_stream(error))
-        return _reshape(
-            handler, _as(caller, handler.unary_unary), _as_stream(caller, handler.unary_stream)
+            refuse, refuse_stream = _refuse(error), _refuse_stream(error)
+            return rewrap_handler(handler, unary=lambda _: refuse, stream=lambda _: refuse_stream)
+        return rewrap_handler(
+            handler,
+            unary=lambda behavior: _as(caller, behavior),
+            stream=lambda behavior: _as_stream(caller, behavior),
         )
 
 
@@ -145,10 +142,7 @@ def _refuse_stream(error: TribunalError) -> Behavior:
     return refuse
 
 
-def _as(caller: Caller, behavior: Behavior | None) -> Behavior | None:
-    if behavior is None:
-        return None
-
+def _as(caller: Caller, behavior: Behavior) -> Behavior:
     def call(request: Any, context: grpc.ServicerContext) -> Any:
         _CALLERS[context] = caller
         return behavior(request, context)
@@ -156,29 +150,9 @@ def _as(caller: Caller, behavior: Behavior | None) -> Behavior | None:
     return call
 
 
-def _as_stream(caller: Caller, behavior: Behavior | None) -> Behavior | None:
-    if behavior is None:
-        return None
-
+def _as_stream(caller: Caller, behavior: Behavior) -> Behavior:
     def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         _CALLERS[context] = caller
         yield from behavior(request, context)
 
     return call
-
-
-def _reshape(handler: Any, unary: Behavior | None, stream: Behavior | None) -> Any:
-    """A handler of ``handler``'s own shape (gRPC mis-frames a reply of another shape)."""
-    options = {
-        "request_deserializer": handler.request_deserializer,
-        "response_serializer": handler.response_serializer,
-    }
-    if handler.unary_unary and unary is not None:
-        return grpc.unary_unary_rpc_method_handler(unary, **options)
-    if handler.unary_stream and stream is not None:
-        return grpc.unary_stream_rpc_method_handler(stream, **options)
-    # Tribunal has no client-streaming methods; should one appear, its callers are not
-    # recorded, and a refusal still refuses.
-    if handler.stream_unary:
-        return grpc.stream_unary_rpc_method_handler(unary or handler.stream_unary, **options)
-    return grpc.stream_stream_rpc_method_handler(stream or handler.stream_stream, **options)

@@ -35,7 +35,7 @@ import signal
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,9 +49,11 @@ __all__ = [
     "Credential",
     "CredentialStore",
     "Role",
+    "credential_from_entry",
     "credentials_from",
     "install_reload_signal",
     "new_token",
+    "read_credentials_file",
     "token_sha256",
 ]
 
@@ -128,6 +130,15 @@ class _File(BaseModel):
     credentials: list[_Entry] = Field(default_factory=list)
 
 
+def credential_from_entry(entry: Mapping[str, Any]) -> Credential:
+    """One ``{name, role, token_sha256 | token}`` entry of a credentials file, checked.
+
+    Raises:
+        ValueError: a field is missing, unknown or malformed (the message names it).
+    """
+    return _Entry.model_validate(entry).credential()
+
+
 def _files(source: Path) -> list[Path]:
     if source.is_dir():
         # A mounted Secret keeps its data under hidden ``..data`` folders and links each
@@ -136,7 +147,13 @@ def _files(source: Path) -> list[Path]:
     return [source]
 
 
-def _parse(path: Path) -> list[Credential]:
+def read_credentials_file(path: Path) -> list[Credential]:
+    """The credentials of one file.
+
+    Raises:
+        ConfigError: the file cannot be read or is not a credentials file (the message
+            says what the file must hold).
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -247,7 +264,7 @@ class CredentialStore:
                     field="server.credentials_file",
                 )
             for path in _files(self.source):
-                loaded.extend(_parse(path))
+                loaded.extend(read_credentials_file(path))
         _check_unique(loaded)
         with self._lock:
             changed = {c.name for c in loaded} != {c.name for c in self._credentials}

@@ -18,12 +18,13 @@ from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any, Self
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from ..settings import ServerSettings
+from ..settings import ServerSettings, Settings
 from ._admission import Admission, AdmissionInterceptor
 from ._auth import AuthInterceptor
 from ._credentials import CredentialStore
@@ -100,6 +101,40 @@ class ServiceHost:
             name, settings.max_ongoing_requests, settings.max_queued_requests
         )
         self._workers: futures.ThreadPoolExecutor | None = None
+
+    @classmethod
+    def for_servicer(
+        cls,
+        settings: Settings,
+        *,
+        name: str,
+        full_name: str,
+        add_servicer: Callable[[Any, grpc.Server], None],
+        servicer: Any,
+        loader: Callable[[], None] | None = None,
+        on_stop: Callable[[], None] | None = None,
+    ) -> Self:
+        """The usual host of one service: ``servicer`` mounted as ``full_name`` by its
+        generated ``add_*Servicer_to_server``, with the profile's server settings and
+        request limits.
+
+        Args:
+            settings: The profile.
+            name: Service name for logs and metric labels (``"retrieval"``).
+            full_name: The proto service (``"tribunal.v1.RetrievalService"``).
+            add_servicer: The generated ``add_*Servicer_to_server``.
+            servicer: The servicer it mounts.
+            loader: Loads the models (the host reports SERVING after it).
+            on_stop: Runs once the server has stopped.
+        """
+        return cls(
+            settings.server,
+            request_limits=RequestLimits.from_settings(settings),
+            name=name,
+            bindings=[ServiceBinding(full_name, lambda server: add_servicer(servicer, server))],
+            loader=loader,
+            on_stop=on_stop,
+        )
 
     @property
     def ready(self) -> bool:

@@ -8,18 +8,14 @@ from typing import Any, cast
 
 import grpc
 
+from ._handlers import Behavior, HandlerInterceptor, rewrap_handler
 from ._metrics import GRPC_IN_FLIGHT, GRPC_LATENCY, GRPC_REQUESTS
 from ._status import abort_with_error
 
 __all__ = ["ServerInterceptor"]
 
-# Health and reflection must answer while models load; they are not counted.
-_INFRASTRUCTURE_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
 
-Behavior = Callable[..., Any]
-
-
-class ServerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
+class ServerInterceptor(HandlerInterceptor):
     """Wraps every Tribunal method handler.
 
     - rejects calls with UNAVAILABLE until ``is_ready()`` (models loaded);
@@ -36,38 +32,14 @@ class ServerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
         self.service = service
         self.is_ready = is_ready
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Any],
-        handler_call_details: grpc.HandlerCallDetails,
+    def intercept(
+        self, handler: Any, method: str, handler_call_details: grpc.HandlerCallDetails
     ) -> Any:
-        handler = continuation(handler_call_details)
-        method_path: str = handler_call_details.method
-        if handler is None or method_path.startswith(_INFRASTRUCTURE_PREFIXES):
-            return handler
-        method = method_path.rsplit("/", 1)[-1]
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(
-                self._wrap_unary(method, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(
-                self._wrap_stream(method, handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(
-                self._wrap_unary(method, handler.stream_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return grpc.stream_stream_rpc_method_handler(
-            self._wrap_stream(method, handler.stream_stream),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
+        name = method.rsplit("/", 1)[-1]
+        return rewrap_handler(
+            handler,
+            unary=lambda behavior: self._wrap_unary(name, behavior),
+            stream=lambda behavior: self._wrap_stream(name, behavior),
         )
 
     def _wrap_unary(self, method: str, behavior: Behavior) -> Behavior:

@@ -6,7 +6,19 @@ composes them. :func:`load_settings` reads a profile and the environment, and
 :func:`settings_reference` renders ``docs/settings.md`` from the fields' docstrings.
 """
 
-from ._base import ENV_PREFIX, env_name
+from ._audit import AuditSettings
+from ._choices import (
+    AGGREGATOR_NAMES,
+    CALIBRATOR_KINDS,
+    LABEL_MODES,
+    PLAN_CALIBRATOR_KINDS,
+    RISK_METHOD_NAMES,
+    AggregatorName,
+    CalibratorKind,
+    LabelModeName,
+    PlanCalibratorKind,
+    RiskMethod,
+)
 from ._confidence import ConfidenceSettings
 from ._debate import DebateSettings
 from ._deployment import DeploymentSettings
@@ -15,15 +27,21 @@ from ._entailment import EntailmentSettings
 from ._gateway import GatewaySettings
 from ._llm import LLMSettings
 from ._models import ModelSpec, RoleSettings
-from ._profiles import RENAMED_SETTINGS, available_profiles, load_settings, resolve_profile_path
-from ._reference import SettingRow, setting_rows, settings_reference
+from ._profiles import available_profiles, load_settings, resolve_profile_path
+from ._reference import settings_reference
 from ._retrieval import RetrievalSettings
 from ._root import Settings
 from ._server import ServerSettings
 
 __all__ = [
-    "ENV_PREFIX",
-    "RENAMED_SETTINGS",
+    "AGGREGATOR_NAMES",
+    "CALIBRATOR_KINDS",
+    "LABEL_MODES",
+    "PLAN_CALIBRATOR_KINDS",
+    "RISK_METHOD_NAMES",
+    "AggregatorName",
+    "AuditSettings",
+    "CalibratorKind",
     "ConfidenceSettings",
     "DebateSettings",
     "DeploymentSettings",
@@ -31,16 +49,16 @@ __all__ = [
     "EntailmentSettings",
     "GatewaySettings",
     "LLMSettings",
+    "LabelModeName",
     "ModelSpec",
+    "PlanCalibratorKind",
     "RetrievalSettings",
+    "RiskMethod",
     "RoleSettings",
     "ServerSettings",
-    "SettingRow",
     "Settings",
     "available_profiles",
-    "env_name",
     "load_settings",
     "resolve_profile_path",
-    "setting_rows",
     "settings_reference",
 ]

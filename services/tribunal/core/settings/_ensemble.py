@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ._base import Section
+from ._choices import AggregatorName
 from ._deployment import DeploymentSettings
 
 __all__ = ["EnsembleSettings"]
@@ -34,7 +35,11 @@ class EnsembleSettings(Section):
     """``matcher: features``: its ``tribunal.match-features/1`` JSON file; null:
     ``data_dir/ensemble/match-features.json`` when it exists, else the one shipped for
     the profile (``artifacts/<profile>/ensemble/match-features.json``)."""
-    aggregator: Literal["majority", "weighted", "neural", "latent"] = "majority"
+    tuned_matcher: Path | None = None
+    """``matcher: features``: a tuned-matcher directory (``tribunal tune``) to serve instead
+    of ``features_artifact``; null: the one ``data_dir/tuned/<gateway.collection>/current``
+    names, when that collection was tuned."""
+    aggregator: AggregatorName = "majority"
     """Aggregator the service answers with; ``majority`` also runs without an artifact (at
     ``vote_threshold``; with one, at its fitted per-judge thresholds). The trained ones
     need the artifact."""

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 
 from ._base import Section
+from ._choices import LabelModeName
 from ._deployment import DeploymentSettings
 
 __all__ = ["GatewaySettings"]
@@ -77,7 +78,7 @@ class GatewaySettings(Section):
     """Returned whenever the gateway does not ACCEPT."""
     escalate_to: Literal["none", "human"] = "none"
     """Where an ESCALATE decision of ``Answer`` goes (``human``: the escalation queue)."""
-    label_mode: Literal["cascade", "debate", "judge"] = "cascade"
+    label_mode: LabelModeName = "cascade"
     """``Label`` mode when the request leaves it unspecified."""
     label_relevant_at: float | None = Field(None, ge=0.0, le=1.0)
     """Cascade: the relevance judge's P(relevant) at or above this labels RELEVANT without a

@@ -16,6 +16,7 @@ from pydantic_settings import (
 )
 
 from .._errors import ConfigError
+from ._audit import AuditSettings
 from ._base import ENV_PREFIX, FieldValueError
 from ._confidence import ConfidenceSettings
 from ._debate import DebateSettings
@@ -84,6 +85,8 @@ class Settings(BaseSettings):
     """The ensemble service: the matcher (LLM judges or features) and the relevance judge."""
     confidence: ConfidenceSettings = ConfidenceSettings()
     """The confidence service: its calibrator artifact, the guarantee, the decisions."""
+    audit: AuditSettings = AuditSettings()
+    """Live audits: the reviewed share of decisions, the live bound, the fail-safe."""
     debate: DebateSettings = DebateSettings()
     """The DREAM debate service: two agents, R rounds, escalation."""
     gateway: GatewaySettings = GatewaySettings()

@@ -4,7 +4,7 @@ db = Database(settings.database_url)
 audit_id = db.append_decision(DecisionRecord(kind="answer", query=q, decision="ACCEPT"))
 """
 
-from ._database import Database, DecisionRecord, EscalationRecord, normalise_url
+from ._database import Database, DecisionRecord, EscalationRecord
 from ._tables import AuditDecisionRow, Base, EscalationRow, KbChangeRow
 
 __all__ = [
@@ -15,5 +15,4 @@ __all__ = [
     "EscalationRecord",
     "EscalationRow",
     "KbChangeRow",
-    "normalise_url",
 ]

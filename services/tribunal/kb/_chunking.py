@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core import pack_sentences, split_sentences
-from ._types import Chunk
+from ._entry import Chunk
 
-__all__ = ["chunk_sentences", "chunk_text", "split_sentences"]
+__all__ = ["chunk_sentences", "chunk_text"]
 
 
 def chunk_sentences(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._loading import load_embedder, model_path
-from ..settings import Settings
+from ..core import Settings, load_embedder, model_path
 
 __all__ = ["probe_model"]
 
@@ -64,7 +63,7 @@ def _probe_yes_no(settings: Settings, key: str) -> str:
 
     if importlib.util.find_spec("llama_cpp") is None:
         return "(yes/no probe needs llama-cpp-python)"
-    from ..llm import create_engine
+    from ..core.llm import create_engine
 
     engine = create_engine(settings, key, backend="llamacpp")
     try:

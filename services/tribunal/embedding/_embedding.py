@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
-from numpy.typing import NDArray
+
+from ._vectors import Vectors
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -23,8 +24,6 @@ __all__ = [
     "WrappingEmbedder",
     "load_profile_embedder",
 ]
-
-Vectors = NDArray[np.float32]
 
 
 @runtime_checkable
@@ -175,7 +174,7 @@ class CachingEmbedder(WrappingEmbedder):
         max_texts: Most vectors kept in memory (10,000 768-d vectors: ~31 MB).
         store: Where vectors also go, and are looked for before the model runs: kept
             across restarts and shared with other processes on the same data directory
-            (:class:`~tribunal.retrieval.VectorStore`); None: memory only.
+            (:class:`~tribunal.embedding.VectorStore`); None: memory only.
     """
 
     def __init__(

@@ -22,14 +22,13 @@ Three record formats, one JSON object per line:
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..core import InvalidArgumentError
+from ..core import InvalidArgumentError, jsonl_rows
 from ._chunking import chunk_sentences, chunk_text
-from ._types import Chunk, KbEntry
+from ._entry import Chunk, KbEntry
 
 __all__ = [
     "RecordFormat",
@@ -162,21 +161,15 @@ def read_entries(
     """
     if not path.is_file():
         raise InvalidArgumentError(f"no such file: {path}", field="path")
-    with path.open(encoding="utf-8") as lines:
-        count = 0
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            if limit is not None and count >= limit:
-                return
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise InvalidArgumentError("a line must hold a JSON object")
-                yield entry_from_record(record, record_format=record_format, max_chars=max_chars)
-            except (json.JSONDecodeError, InvalidArgumentError) as exc:
-                raise InvalidArgumentError(f"{path}:{number}: {exc}", field="path") from exc
-            count += 1
+    if limit is not None and limit <= 0:
+        return
+    for count, row in enumerate(jsonl_rows(path), start=1):
+        try:
+            yield entry_from_record(row.value, record_format=record_format, max_chars=max_chars)
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(f"{row.where}: {exc}", field="path") from exc
+        if limit is not None and count >= limit:
+            return
 
 
 def deduplicate(entries: Iterable[KbEntry]) -> tuple[list[KbEntry], list[str]]:

@@ -24,7 +24,7 @@ import numpy as np
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from ._embedding import Vectors
+    from ._vectors import Vectors
 
 __all__ = ["trace_encoder"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._embedding import Vectors
+from ._vectors import Vectors
 
 __all__ = ["VectorStore"]
 

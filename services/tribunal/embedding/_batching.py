@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._embedding import Embedder, Vectors, WrappingEmbedder, load_profile_embedder
+from ._embedding import Embedder, WrappingEmbedder, load_profile_embedder
+from ._vectors import Vectors
 
 if TYPE_CHECKING:
     from ..core import Settings
@@ -245,8 +246,7 @@ def shared_profile_embedder(
     the caller embeds search queries after retrieval (the feature matcher); with
     ``retrieval.prefetch_query_vectors`` retrieval starts those embeddings itself.
     """
-    from ..core._loading import model_path, resolve_device
-    from ..core._threads import apply_thread_policy
+    from ..core import apply_thread_policy, model_path, resolve_device
 
     if key is None:
         assert settings.roles is not None, "the profile defines no roles"

@@ -1,0 +1,324 @@
+"""The live replay of ``tribunal-lab live-audit``: decisions, audits, reviews, fail-safe.
+
+Each live query is decided by the gateway's rule on its cached signals — the candidate
+with the highest calibrated confidence, accepted at or above the certified threshold,
+unless the collection's live state puts it in safe mode (read through the gateway's
+``LiveAudit`` before each decision, as the gateway does) — and written to a real audit
+store with the gateway's audit coin. A sampled decision is reviewed at once by a
+simulated reviewer who answers from the ground truth (the query's intent); the vote goes
+through the review queue, whose hook runs the live monitor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Replay", "write_report"]
+
+_SEGMENTS = ("before", "shifted", "safe_mode", "recertified")
+
+
+def _segment_stats() -> dict[str, Any]:
+    return {"queries": 0, "accepted": 0, "wrong": 0, "labels": 0, "accepted_oos": 0}
+
+
+class Replay:
+    def __init__(
+        self,
+        *,
+        args: argparse.Namespace,
+        collection: str,
+        artifact: Any,
+        binding: Any,
+        observed: Any,
+        traffic: Any,
+        database_url: str,
+    ) -> None:
+        from tribunal.audit import LiveMonitor
+        from tribunal.core.settings import AuditSettings
+        from tribunal.core.storage import Database
+        from tribunal.gateway._live_audit import LiveAudit
+        from tribunal.jobs import ReviewQueue
+
+        path = Path(database_url.removeprefix("sqlite:///"))
+        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            stale.unlink(missing_ok=True)
+        self.args = args
+        self.collection = collection
+        self.artifact = artifact
+        self.binding = binding
+        self.observed = observed
+        self.traffic = traffic
+        self.db = Database(database_url)
+        self.settings = AuditSettings(
+            accept_share=args.accept_share,
+            fallback_share=args.fallback_share,
+            seed=args.seed,
+            daily_budget=10_000_000,
+            votes_per_item=1,
+            delta=args.delta,
+            safe_mode="fallback",
+        )
+        self.live = LiveAudit(self.settings, self.db)
+        self.monitor = LiveMonitor(self.db, self.settings)
+        self.queue = ReviewQueue(self.db, votes_per_item=1, on_vote=self._reviewed)
+        self.state: Any = None
+        self.shift: Any = None
+        self.trace: list[dict[str, Any]] = []
+        self.audit_index: dict[str, int] = {}
+
+    # -- the monitor, after each review ---------------------------------------------------
+
+    def _reviewed(self, _item_id: str) -> None:
+        self.state, self.shift = self.monitor.refresh(
+            collection=self.collection,
+            calibrator_version=self.artifact.version,
+            alpha=self.args.alpha,
+            reference=self.artifact.reference,
+            actor="simulated-review",
+        )
+        self.trace.append(
+            {
+                "calibrator": self.artifact.version,
+                "accepted": self.state.accepted,
+                "audited": self.state.audited,
+                "lower": self.state.lower,
+                "upper": self.state.upper,
+                "shift_p": self.state.shift_p_value,
+            }
+        )
+
+    # -- one decision ---------------------------------------------------------------------
+
+    def _decide(self, index: int) -> tuple[str, str, float | None, str | None]:
+        from tribunal.audit import NORMAL
+
+        candidates = self.observed[index]
+        if not candidates:
+            return "FALLBACK", "NO_CANDIDATE", None, None
+        scores = self.artifact.predict([c.signals for c in candidates])
+        best = int(np.argmax(scores))
+        confidence = float(scores[best])
+        entry = candidates[best].entry_id
+        threshold = self.artifact.threshold_for(self.args.alpha).threshold
+        if self.live.mode(self.collection, self.artifact.version) != NORMAL:
+            return "FALLBACK", "NO_CERTIFIED_THRESHOLD", confidence, entry
+        if threshold is None:
+            return "FALLBACK", "NO_CERTIFIED_THRESHOLD", confidence, entry
+        if confidence >= threshold:
+            return "ACCEPT", "", confidence, entry
+        return "FALLBACK", "LOW_CONFIDENCE", confidence, entry
+
+    def _serve(self, index: int, segment: str, stats: dict[str, Any], kind: str) -> bool:
+        """Decide, audit, review; True when the item was sampled for review."""
+        from tribunal.core.storage import DecisionRecord
+
+        query = self.traffic.queries[index]
+        decision, reason, confidence, entry = self._decide(index)
+        audit_id = hashlib.sha256(f"live:{self.args.seed}:{index}".encode()).hexdigest()[:32]
+        review_entry = None
+        if entry is not None:
+            review_entry = {"id": entry, "question": "", "answer": "", "calibrator": ""}
+        draw, item = self.live.sample(
+            audit_id,
+            decision=decision,
+            confidence=confidence,
+            query=query.query,
+            collection=self.collection,
+            entry=review_entry,
+            calibrator_version=self.artifact.version,
+        )
+        dense = [c.signals.dense_score for c in self.observed[index] if c.signals.dense_score]
+        _, escalation = self.db.record_decision(
+            DecisionRecord(
+                id=audit_id,
+                kind="answer",
+                query=query.query,
+                decision=decision,
+                collection=self.collection,
+                reason=reason,
+                confidence=confidence,
+                kb_entry_id=entry if decision == "ACCEPT" and entry else "",
+                signals={"top": {"signals": {"dense_score": max(dense)}}} if dense else {},
+                versions={"confidence": {"calibrator": self.artifact.version}},
+                detail={"audit": draw.to_json(), "segment": segment},
+            ),
+            item,
+        )
+        stats["queries"] += 1
+        right = entry is not None and query.is_right(entry)
+        if decision == "ACCEPT":
+            stats["accepted"] += 1
+            stats["wrong"] += int(not right)
+            stats["accepted_oos"] += int(kind != "in_scope")
+        if item is None:
+            return False
+        stats["labels"] += 1
+        self.audit_index[audit_id] = index
+        # The simulated reviewer answers from the ground truth: does the entry answer it?
+        self.queue.vote("simulated-reviewer", escalation, "relevant" if right else "irrelevant")
+        return True
+
+    # -- the run --------------------------------------------------------------------------
+
+    def run(self, live: list[tuple[str, int]], *, kinds: list[str]) -> dict[str, Any]:
+        stats = {name: _segment_stats() for name in _SEGMENTS}
+        events: dict[str, Any] = {}
+        segment = "before"
+        shift_start: int | None = None
+        since: dt.datetime | None = None
+        sampled_since = 0
+        started = time.perf_counter()
+        for position, (phase, index) in enumerate(live):
+            if phase == "after" and segment == "before":
+                segment, shift_start = "shifted", position
+                events["shift_start"] = {"audited_in_stream": self._audited()}
+            sampled = self._serve(index, segment, stats[segment], kinds[index])
+            if since is not None and sampled:
+                sampled_since += 1
+            warning = self.state is not None and self.state.shift_warning
+            if warning and "shift_warning" not in events:
+                events["shift_warning"] = {
+                    "segment": segment,
+                    "query": position,
+                    **self._after(shift_start, position),
+                }
+                if segment == "shifted":
+                    since = dt.datetime.now(dt.UTC)
+            if segment == "shifted" and self.state is not None and self.state.mode != "normal":
+                segment = "safe_mode"
+                events["trip"] = {
+                    "query": position,
+                    **self._after(shift_start, position),
+                    "audited_in_stream": self.state.audited,
+                    "audited_since_shift": self.state.audited
+                    - events["shift_start"]["audited_in_stream"],
+                    "lower": self.state.lower,
+                    "upper": self.state.upper,
+                }
+                if since is None:
+                    since, sampled_since = dt.datetime.now(dt.UTC), 0
+            if segment == "safe_mode" and sampled_since >= self.args.recertify_after:
+                events["recertification"] = self._recertify(since, position)
+                segment = "recertified"
+            if (position + 1) % 500 == 0 or position + 1 == len(live):
+                rate = (position + 1) / (time.perf_counter() - started)
+                print(
+                    f"{position + 1}/{len(live)} queries ({segment}), {rate:.0f}/s, "
+                    f"ETA {(len(live) - position - 1) / rate:.0f} s",
+                    flush=True,
+                )
+        return {
+            "settings": {
+                "alpha": self.args.alpha,
+                "delta": self.args.delta,
+                "accept_share": self.args.accept_share,
+                "fallback_share": self.args.fallback_share,
+                "recertify_after": self.args.recertify_after,
+            },
+            "segments": {name: _rates(s) for name, s in stats.items() if s["queries"]},
+            "events": events,
+            "trace": self.trace,
+        }
+
+    def _audited(self) -> int:
+        return 0 if self.state is None else int(self.state.audited)
+
+    @staticmethod
+    def _after(shift_start: int | None, position: int) -> dict[str, Any]:
+        return {} if shift_start is None else {"queries_after_shift": position - shift_start + 1}
+
+    def _recertify(self, since: dt.datetime | None, position: int) -> dict[str, Any]:
+        """What ``tribunal calibrate --from-audit --audit-since`` does, on cached signals."""
+        from tribunal.audit import audit_traffic, write_audit_traffic
+        from tribunal.confidence import CalibrationConfig, calibrate, read_traffic
+
+        rows, counts = audit_traffic(
+            self.db, collection=self.collection, votes_per_item=1, seed=self.args.seed, since=since
+        )
+        path = write_audit_traffic(rows, self.args.out / "recertify-traffic.jsonl")
+        traffic = read_traffic(path)
+        observed = [self.observed[self.audit_index[row["audit_id"]]] for row in rows]
+        result = calibrate(
+            traffic,
+            observed,
+            CalibrationConfig(alphas=(0.1, 0.2), delta=0.1, seed=self.args.seed),
+            self.binding,
+            created="2026-12-02T00:00:00+00:00",
+        )
+        old, self.artifact = self.artifact.version, result.artifact
+        threshold = self.artifact.threshold_for(self.args.alpha)
+        return {
+            "query": position,
+            **counts,
+            "old_version": old,
+            "new_version": self.artifact.version,
+            "threshold": threshold.threshold,
+            "upper_bound": threshold.upper_bound,
+            "certified": threshold.certified,
+        }
+
+
+def _rates(stats: dict[str, Any]) -> dict[str, Any]:
+    queries, accepted = stats["queries"], stats["accepted"]
+    return {
+        **stats,
+        "coverage": round(accepted / queries, 4) if queries else None,
+        "hallucination": round(stats["wrong"] / accepted, 4) if accepted else None,
+        "labels_per_1000": round(1000 * stats["labels"] / queries, 1) if queries else None,
+    }
+
+
+def write_report(report: dict[str, Any], out: Path) -> list[Path]:
+    """JSON, a markdown table and the bound's plot."""
+    json_path = out / "live-audit.json"
+    json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    lines = [
+        "| segment | queries | accepted | coverage | wrong | live hallucination rate | "
+        "out-of-scope accepted | reviewer labels | labels / 1,000 queries |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s in report["segments"].items():
+        lines.append(
+            f"| {name} | {s['queries']} | {s['accepted']} | {s['coverage']} | {s['wrong']} | "
+            f"{s['hallucination']} | {s['accepted_oos']} | {s['labels']} | "
+            f"{s['labels_per_1000']} |"
+        )
+    lines += ["", "```json", json.dumps(report["events"], indent=2, sort_keys=True), "```"]
+    md_path = out / "live-audit.md"
+    md_path.write_text("\n".join(lines) + "\n")
+    written = [json_path, md_path]
+    trace = [t for t in report["trace"] if t["audited"]]
+    if trace:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        figure, axis = plt.subplots(figsize=(7, 3.5))
+        for version in dict.fromkeys(t["calibrator"] for t in trace):
+            points = [t for t in trace if t["calibrator"] == version]
+            xs = [t["audited"] for t in points]
+            axis.fill_between(
+                xs, [t["lower"] for t in points], [t["upper"] for t in points], alpha=0.3,
+                label=f"live bound, {version}",
+            )  # fmt: skip
+        axis.axhline(report["settings"]["alpha"], color="red", linestyle="--", label="alpha")
+        axis.set_xlabel("audited accepted answers (per calibrator)")
+        axis.set_ylabel("hallucination rate")
+        axis.set_ylim(0, 1)
+        axis.legend(fontsize=7)
+        figure.tight_layout()
+        png = out / "live-audit.png"
+        figure.savefig(png, dpi=120)
+        plt.close(figure)
+        written.append(png)
+    return written

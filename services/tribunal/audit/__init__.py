@@ -1,0 +1,49 @@
+"""Live audits: is the certified bound holding on today's traffic?
+
+- :class:`AuditSampler` — which served decisions go to review, with their recorded
+  inclusion probability (seeded, stratified by confidence, capped by a daily budget);
+- :class:`RateConfidenceSequence` — an anytime-valid confidence sequence on the live
+  hallucination rate of accepted answers, inverse-probability weighted;
+- :class:`LiveMonitor` — recomputes a collection's bound from the reviews, runs the
+  shift test against the calibration traffic, and enters the configured safe mode when
+  the bound's lower end rises above α (:class:`StateStore` keeps every state).
+
+Domain logic only: no grpc, no ray.
+"""
+
+from ._live import (
+    AuditVerdict,
+    LiveMonitor,
+    audit_verdicts,
+    live_bound,
+    live_signals,
+    refresh_after_review,
+)
+from ._recertify import audit_traffic, write_audit_traffic
+from ._sampling import AUDIT_REASON, AuditDraw, AuditSampler
+from ._sequence import RateConfidenceSequence, RunningBound
+from ._shift import SHIFT_SIGNALS, ShiftResult, shift_test
+from ._state import NORMAL, LiveState, LiveStateRow, StateStore
+
+__all__ = [
+    "AUDIT_REASON",
+    "NORMAL",
+    "SHIFT_SIGNALS",
+    "AuditDraw",
+    "AuditSampler",
+    "AuditVerdict",
+    "LiveMonitor",
+    "LiveState",
+    "LiveStateRow",
+    "RateConfidenceSequence",
+    "RunningBound",
+    "ShiftResult",
+    "StateStore",
+    "audit_traffic",
+    "audit_verdicts",
+    "live_bound",
+    "live_signals",
+    "refresh_after_review",
+    "shift_test",
+    "write_audit_traffic",
+]

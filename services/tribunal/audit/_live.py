@@ -1,0 +1,286 @@
+"""The live bound of a collection, computed from the audit trail and the reviews.
+
+The stream is every ACCEPT of the collection served under one calibrator version with a
+positive inclusion probability, in serving order. An audited answer's verdict is the
+majority of its reviewers' votes once it has ``votes_per_item`` of them (a tie counts as
+wrong); the stream is cut just before the first audited answer still waiting for its
+verdict, so a verdict that arrives late never reorders the stream. Attention-check votes
+never count.
+
+:class:`LiveMonitor` recomputes the bound, runs the shift test, and switches the
+collection to its safe mode when the lower end rises above α; each change is one
+appended :class:`~._state.LiveState`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Boolean, String, column, select, table
+
+from ..core import TribunalError
+from ..core.settings import AuditSettings, Settings
+from ..core.storage import AuditDecisionRow, Database, EscalationRow
+from ._sampling import AUDIT_REASON
+from ._sequence import RateConfidenceSequence, RunningBound
+from ._shift import ShiftResult, shift_test
+from ._state import NORMAL, LiveState, StateStore
+
+__all__ = [
+    "AuditVerdict",
+    "LiveMonitor",
+    "audit_verdicts",
+    "live_bound",
+    "live_signals",
+    "refresh_after_review",
+]
+
+log = logging.getLogger(__name__)
+
+# The review page's votes (the jobs package owns the table; named here, not imported: the
+# jobs package imports the gateway, which imports this package).
+_VOTES = table(
+    "review_votes",
+    column("item_key", String),
+    column("label", String),
+    column("is_attention", Boolean),
+)
+
+
+@dataclass(frozen=True)
+class AuditVerdict:
+    """What reviewers said about one audited decision."""
+
+    audit_id: str
+    escalation_id: str
+    decision: str
+    """``ACCEPT`` or ``FALLBACK``: what was served."""
+    entry_id: str
+    """The entry shown to the reviewers (the served one, or the best candidate)."""
+    query: str
+    collection: str
+    inclusion: float
+    created_at: dt.datetime | None
+    """When the item was queued (with its decision)."""
+    answers: bool | None
+    """True: the entry answers the query; False: it does not; None: votes still missing."""
+
+
+def audit_verdicts(db: Database, *, votes_per_item: int = 1) -> dict[str, AuditVerdict]:
+    """Every audit item by the audit id of its decision."""
+    db.create_schema()
+    with db.session() as session:
+        items = session.scalars(
+            select(EscalationRow).where(EscalationRow.reason == AUDIT_REASON)
+        ).all()
+        votes = session.execute(
+            select(_VOTES.c.item_key, _VOTES.c.label).where(
+                _VOTES.c.is_attention.is_(False),
+                _VOTES.c.item_key.in_([item.id for item in items]),
+            )
+        ).all()
+        tally: dict[str, list[str]] = {}
+        for key, label in votes:
+            tally.setdefault(key, []).append(label)
+        verdicts: dict[str, AuditVerdict] = {}
+        for item in items:
+            labels = tally.get(item.id, [])
+            answers: bool | None = None
+            if len(labels) >= votes_per_item:
+                yes = sum(1 for label in labels if label == "relevant")
+                answers = yes > len(labels) - yes
+            history: dict[str, Any] = item.history if isinstance(item.history, dict) else {}
+            verdicts[item.audit_id] = AuditVerdict(
+                audit_id=item.audit_id,
+                escalation_id=item.id,
+                decision=str(history.get("decision", "")),
+                entry_id=str(history.get("kb_entry_id", "")),
+                query=item.query,
+                collection=str(history.get("collection", "")),
+                inclusion=float(history.get("p", 0.0)),
+                created_at=item.created_at,
+                answers=answers,
+            )
+    return verdicts
+
+
+def _calibrator(row_versions: Any) -> str:
+    versions = row_versions if isinstance(row_versions, dict) else {}
+    confidence = versions.get("confidence", {})
+    return str(confidence.get("calibrator", "")) if isinstance(confidence, dict) else ""
+
+
+def live_bound(
+    db: Database,
+    settings: AuditSettings,
+    *,
+    collection: str,
+    calibrator_version: str,
+) -> tuple[RunningBound, int]:
+    """The bound on the collection's live rate under the calibrator, and how many audited
+    answers are still waiting for a verdict (the stream stops at the first of them)."""
+    verdicts = audit_verdicts(db, votes_per_item=settings.votes_per_item)
+    statement = (
+        select(AuditDecisionRow.id, AuditDecisionRow.detail, AuditDecisionRow.versions)
+        .where(
+            AuditDecisionRow.kind == "answer",
+            AuditDecisionRow.collection == collection,
+            AuditDecisionRow.decision == "ACCEPT",
+        )
+        .order_by(AuditDecisionRow.created_at, AuditDecisionRow.id)
+    )
+    wrong: list[bool] = []
+    audited: list[bool] = []
+    inclusion: list[float] = []
+    minimum = 1.0
+    pending = 0
+    with db.session() as session:
+        rows = session.execute(statement).all()
+    for audit_id, detail, versions in rows:
+        if _calibrator(versions) != calibrator_version:
+            continue
+        draw = (detail or {}).get("audit") if isinstance(detail, dict) else None
+        if not isinstance(draw, dict) or float(draw.get("p", 0.0)) <= 0.0:
+            continue
+        verdict = verdicts.get(audit_id)
+        if draw.get("sampled") and (verdict is None or verdict.answers is None):
+            pending += 1
+            continue
+        if pending:
+            continue  # past the first answer still waiting: not in the stream yet
+        minimum = min(minimum, float(draw.get("min_p") or draw["p"]))
+        inclusion.append(float(draw["p"]))
+        sampled = bool(draw.get("sampled"))
+        audited.append(sampled)
+        wrong.append(bool(sampled and verdict is not None and verdict.answers is False))
+    sequence = RateConfidenceSequence(delta=settings.delta, min_inclusion=min(minimum, 1.0))
+    return sequence.running(wrong, audited, inclusion), pending
+
+
+def _top1_similarity(signals: Any) -> float | None:
+    if not isinstance(signals, dict):
+        return None
+    scores = [
+        float(item["signals"]["dense_score"])
+        for item in signals.values()
+        if isinstance(item, dict)
+        and isinstance(item.get("signals"), dict)
+        and "dense_score" in item["signals"]
+    ]
+    return max(scores) if scores else None
+
+
+def live_signals(db: Database, *, collection: str, window: int) -> dict[str, list[float]]:
+    """The shift test's signals over the latest ``window`` answer decisions that were
+    scored (the served confidence, the top-1 similarity)."""
+    statement = (
+        select(AuditDecisionRow.confidence, AuditDecisionRow.signals)
+        .where(
+            AuditDecisionRow.kind == "answer",
+            AuditDecisionRow.collection == collection,
+            AuditDecisionRow.confidence.is_not(None),
+        )
+        .order_by(AuditDecisionRow.created_at.desc())
+        .limit(window)
+    )
+    with db.session() as session:
+        rows = session.execute(statement).all()
+    confidence = [float(value) for value, _ in rows]
+    similarity = [s for s in (_top1_similarity(signals) for _, signals in rows) if s is not None]
+    return {"confidence": confidence, "top1_similarity": similarity}
+
+
+class LiveMonitor:
+    """Recomputes a collection's live state and enters its safe mode on a violation."""
+
+    def __init__(self, db: Database, settings: AuditSettings) -> None:
+        self.db = db
+        self.settings = settings
+        self.states = StateStore(db)
+
+    def refresh(
+        self,
+        *,
+        collection: str,
+        calibrator_version: str,
+        alpha: float,
+        reference: Mapping[str, Sequence[float]] | None = None,
+        actor: str = "monitor",
+    ) -> tuple[LiveState, ShiftResult | None]:
+        """The collection's state now; appended when it changed."""
+        bound, pending = live_bound(
+            self.db, self.settings, collection=collection, calibrator_version=calibrator_version
+        )
+        shift = None
+        if reference:
+            live = live_signals(self.db, collection=collection, window=self.settings.shift_window)
+            shift = shift_test(reference, live, level=self.settings.shift_level)
+        previous = self.states.latest(collection)
+        mode = previous.mode_for(calibrator_version) if previous is not None else NORMAL
+        detail: dict[str, Any] = {"pending": pending, "estimate": round(bound.estimate, 6)}
+        if mode == NORMAL and bound.lower > alpha:
+            mode = self.settings.safe_mode
+            detail["entered"] = {
+                "mode": mode,
+                "why": f"live bound's lower end {bound.lower:.4f} > alpha {alpha} "
+                f"after {bound.audited} audited answers",
+            }
+            log.warning(
+                "safe mode entered",
+                extra={"collection": collection, "mode": mode, "lower": bound.lower},
+            )
+        if shift is not None:
+            detail["shift"] = shift.to_json()
+        state = LiveState(
+            collection=collection,
+            calibrator_version=calibrator_version,
+            alpha=alpha,
+            delta=self.settings.delta,
+            accepted=bound.accepted,
+            audited=bound.audited,
+            wrong=bound.wrong,
+            lower=round(bound.lower, 6),
+            upper=round(bound.upper, 6),
+            mode=mode,
+            shift_p_value=None if shift is None else shift.p_value,
+            shift_warning=bool(shift is not None and shift.warning),
+            actor=actor,
+            detail=detail,
+        )
+        if previous is None or not state.same_as(previous):
+            self.states.append(state)
+        return state, shift
+
+
+def refresh_after_review(db: Database, settings: Settings, item_id: str) -> LiveState | None:
+    """Recompute the live state of the collection a just-reviewed audit item belongs to
+    (nothing for other review items). The shift test's baseline is the served artifact's
+    reference sample when that artifact is the item's calibrator."""
+    from ..confidence import CalibratorArtifact, default_artifact_path
+
+    with db.session() as session:
+        row = session.get(EscalationRow, item_id)
+        if row is None or row.reason != AUDIT_REASON or not isinstance(row.history, dict):
+            return None
+        history = dict(row.history)
+    collection = str(history.get("collection", ""))
+    calibrator = str(history.get("calibrator", ""))
+    reference: Mapping[str, Sequence[float]] | None = None
+    try:
+        artifact = CalibratorArtifact.load(default_artifact_path(settings))
+        if artifact.version == calibrator:
+            reference = artifact.reference
+    except TribunalError:
+        log.warning("no calibrator artifact to compare live signals with")
+    state, _ = LiveMonitor(db, settings.audit).refresh(
+        collection=collection,
+        calibrator_version=calibrator,
+        alpha=settings.confidence.alpha,
+        reference=reference,
+        actor="review",
+    )
+    return state

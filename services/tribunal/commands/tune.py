@@ -1,0 +1,179 @@
+"""``tribunal tune``: fine-tune a collection's matcher on the fit part of its labelled traffic.
+
+It writes ``DATA_DIR/tuned/<collection>/<version>/`` (the model, the matching head, a
+manifest with the split, the binding and the before/after AUROC) and points
+``DATA_DIR/tuned/<collection>/current`` at it; the feature matcher then serves it for
+that collection, and ``tribunal calibrate`` certifies on the held-out part only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core import InvalidArgumentError, load_settings
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser(
+        "tune",
+        help="fine-tune a collection's matcher on the fit part of its labelled traffic",
+        description="Split the labelled traffic (seeded, recorded), fine-tune the feature "
+        "matcher's bi-encoder contrastively on the fit part and the KB's phrasings, refit "
+        "its matching head, report AUROC before and after on the held-out part, and write "
+        "a versioned directory bound to the collection. `tribunal calibrate` then "
+        "certifies on the held-out part only.",
+    )
+    parser.add_argument("--collection", required=True, help="the KB collection the traffic asks")
+    parser.add_argument("--traffic", type=Path, required=True, help="labelled queries (JSONL)")
+    parser.add_argument("--profile", default=None, help="profile name or YAML path")
+    parser.add_argument(
+        "--classes", type=Path, default=None, help="answer-classes file (widens each answer set)"
+    )
+    parser.add_argument(
+        "--base",
+        default=None,
+        help="profile embedder to fine-tune (default: the one the feature matcher uses)",
+    )
+    parser.add_argument("--heldout-fraction", type=float, default=0.3, help="(0.3)")
+    parser.add_argument("--head-fraction", type=float, default=0.25, help="of the fit part (0.25)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the split and trainer (0)")
+    parser.add_argument("--epochs", type=float, default=1.0, help="(1)")
+    parser.add_argument("--batch-size", type=int, default=32, help="(32)")
+    parser.add_argument("--learning-rate", type=float, default=2e-5, help="(2e-5)")
+    parser.add_argument("--max-steps", type=int, default=-1, help="stop after N steps (-1: epochs)")
+    parser.add_argument(
+        "--created", default=None, help="creation time to record (ISO 8601; default: now)"
+    )
+    parser.set_defaults(func=_tune)
+
+
+def _collection(settings: Any, name: str) -> tuple[Any, str, int]:
+    """The collection's entries (as the matcher sees them), content version and size."""
+    from ..retrieval import KnowledgeBase
+    from ..tuning import EntryTexts
+
+    kb = KnowledgeBase.from_settings(settings, checker=None)
+    try:
+        collection = kb.collection(name)
+        entries = sorted(collection.store.iter_entries(), key=lambda e: e.id)
+        version = collection.content_version()
+    finally:
+        kb.close()
+    texts = EntryTexts(
+        tuple(e.id for e in entries),
+        tuple(e.question for e in entries),
+        tuple(e.answer for e in entries),
+    )
+    return texts, version, len(entries)
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from ..confidence import read_traffic
+    from ..core import load_embedder
+    from ..embedding import load_profile_embedder
+    from ..embedding._embedding import SentenceTransformerEmbedder
+    from ..ensemble import MatchFeaturesArtifact
+    from ..ensemble._feature_artifact import features_path
+    from ..tuning import TuneConfig, TunedMatcher, config_record, tune_matcher, tuned_root
+    from .calibrate import _with_classes
+
+    settings = load_settings(args.profile)
+    config = TuneConfig(
+        heldout_fraction=args.heldout_fraction,
+        head_fraction=args.head_fraction,
+        seed=args.seed,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        max_steps=args.max_steps,
+    )
+    traffic = read_traffic(args.traffic)
+    if args.classes is not None:
+        traffic = _with_classes(traffic, args.classes)
+    entries, content_version, size = _collection(settings, args.collection)
+    served = MatchFeaturesArtifact.load(features_path(settings))
+    base_key = args.base or served.embedder.model_key
+    spec = settings.models.get(base_key)
+    if spec is None or spec.kind != "embedder":
+        raise InvalidArgumentError(
+            f"--base {base_key!r} is not an embedder of profile {settings.profile!r} "
+            f"(embedders: {', '.join(settings.model_keys('embedder'))})",
+            field="base",
+        )
+    base_name = spec.artifact or spec.hf_id or base_key
+    started = time.perf_counter()
+    root = tuned_root(settings.data_dir, args.collection)
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"{base_name}+tuned:{args.collection}"
+
+    def wrap(model: Any) -> SentenceTransformerEmbedder:
+        return SentenceTransformerEmbedder(
+            model, name=name, batch_size=settings.retrieval.embed_batch_size
+        )
+
+    served_embedder = load_profile_embedder(settings, served.embedder.model_key)
+    base_model = load_embedder(settings, base_key)
+    with tempfile.TemporaryDirectory(dir=root, prefix=".work-") as work_dir:
+        work = Path(work_dir)
+        outcome = tune_matcher(
+            traffic,
+            entries,
+            base_model=base_model,
+            base_embedder=wrap(base_model),
+            served_head=served,
+            served_embedder=served_embedder,
+            config=config,
+            work=work / "trainer",
+            wrap=wrap,
+        )
+        staged = work / "artifact"
+        outcome.model.save(str(staged / "model"))
+        outcome.head.save(staged / "match-features.json")
+        manifest = {
+            "binding": {
+                "collection": args.collection,
+                "collection_version": content_version,
+                "entries": size,
+            },
+            "base": {"model_key": base_key, "name": base_name},
+            "traffic": {
+                "source": traffic.source,
+                "sha256": traffic.sha256,
+                "queries": len(traffic),
+                "answerable": traffic.answerable,
+            },
+            "split": outcome.split.record(traffic.queries),
+            "config": config_record(config),
+            "examples": outcome.examples,
+            "metrics": outcome.metrics,
+            "seconds": round(outcome.seconds, 1),
+            "created": args.created or datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        sealed = TunedMatcher.seal(staged, manifest)
+        final = root / sealed.version
+        if final.exists():
+            shutil.rmtree(final)
+        staged.rename(final)
+    (root / "current").write_text(sealed.version + "\n", encoding="utf-8")
+    before, after = outcome.metrics["before"], outcome.metrics["after"]
+    print(
+        f"held-out ({outcome.metrics['heldout_queries']} queries, "
+        f"{outcome.metrics['heldout_pairs']} pairs): AUROC {before['auroc']:.3f} -> "
+        f"{after['auroc']:.3f}; top-1 {before['top1_accuracy']:.3f} -> "
+        f"{after['top1_accuracy']:.3f}"
+    )
+    print(
+        f"wrote {final} ({sealed.version}; current for collection {args.collection!r}) in "
+        f"{time.perf_counter() - started:.0f} s. Certify it on the held-out part: "
+        f"`tribunal calibrate --collection {args.collection} --traffic {args.traffic}`"
+    )
+    return 0

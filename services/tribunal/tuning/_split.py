@@ -1,0 +1,131 @@
+"""The tune's split of labelled traffic: what the matcher may learn from, what it may not.
+
+A certificate is valid only on queries that no fitted or selected thing has seen.
+``tribunal tune`` therefore cuts the traffic once, seeded and recorded in its
+artifact, into
+
+- a **fit** part: the encoder trains on ``train`` queries (with the KB's
+  phrasings), the matching head on ``head`` queries (embedded by the trained
+  encoder, so the head sees the scores new queries will get, not the scores of
+  queries the encoder memorised);
+- a **held-out** part: never trained on, never used to select anything. The
+  tune reports its AUROC before and after there, and ``tribunal calibrate``
+  fits and certifies only on it.
+
+The split is by query (i.i.d. queries stay i.i.d.: the held-out part is a
+random sample of the traffic, exchangeable with future traffic given the tuned
+model), except that rows sharing an explicit ``group`` stay together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..confidence import LabelledQuery
+from ..core import InvalidArgumentError
+
+__all__ = ["TuneSplit", "query_key", "split_for_tuning"]
+
+
+def query_key(query: str) -> str:
+    """A query's identity in a split: sha256 of its whitespace- and case-normalised text,
+    so a calibration file cannot slip a fit query back in by spacing or capitals."""
+    normal = " ".join(query.casefold().split())
+    return hashlib.sha256(normal.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class TuneSplit:
+    """Query indices of each part, disjoint and together every query."""
+
+    train: tuple[int, ...]
+    """The encoder trains on these."""
+    head: tuple[int, ...]
+    """The matching head is fitted on these."""
+    heldout: tuple[int, ...]
+    """Nothing is fitted or selected on these: the AUROC report, then calibration."""
+    seed: int
+    heldout_fraction: float
+    head_fraction: float
+
+    @property
+    def fit(self) -> tuple[int, ...]:
+        """Every query something was fitted on."""
+        return tuple(sorted(self.train + self.head))
+
+    def record(self, queries: Sequence[LabelledQuery]) -> dict[str, Any]:
+        """What the artifact stores: the parameters, the sizes and each part's query keys."""
+        return {
+            "seed": self.seed,
+            "heldout_fraction": self.heldout_fraction,
+            "head_fraction": self.head_fraction,
+            "unit": "query (rows with an explicit group stay together)",
+            "sizes": {
+                "train": len(self.train),
+                "head": len(self.head),
+                "heldout": len(self.heldout),
+            },
+            "fit_keys": sorted(query_key(queries[i].query) for i in self.fit),
+            "heldout_keys": sorted(query_key(queries[i].query) for i in self.heldout),
+        }
+
+
+def _unit(query: LabelledQuery, index: int) -> str:
+    # An explicit group keeps its rows together; otherwise each row is its own unit.
+    return query.group if query.group.startswith("group:") else f"row:{index}"
+
+
+def split_for_tuning(
+    queries: Sequence[LabelledQuery], *, heldout_fraction: float, head_fraction: float, seed: int
+) -> TuneSplit:
+    """Seeded split (``numpy.random.default_rng(seed)`` over units, cut by query count).
+
+    Identical query texts (after normalisation) always share a part, so the same
+    question cannot be trained on and certified on.
+
+    Raises:
+        InvalidArgumentError: a fraction outside (0, 1), or a part left empty.
+    """
+    for name, value in (("heldout_fraction", heldout_fraction), ("head_fraction", head_fraction)):
+        if not 0.0 < value < 1.0:
+            raise InvalidArgumentError(f"{name} must be in (0, 1), got {value}", field=name)
+    units: dict[str, list[int]] = {}
+    by_text: dict[str, str] = {}
+    for index, query in enumerate(queries):
+        key = query_key(query.query)
+        unit = by_text.setdefault(key, _unit(query, index))
+        units.setdefault(unit, []).append(index)
+    names = sorted(units)
+    order = [names[i] for i in np.random.default_rng(seed).permutation(len(names))]
+
+    def cut(pool: list[str], fraction: float) -> tuple[list[str], list[str]]:
+        total = sum(len(units[u]) for u in pool)
+        taken: list[str] = []
+        count = 0
+        for unit in pool:
+            if count >= fraction * total:
+                break
+            taken.append(unit)
+            count += len(units[unit])
+        return taken, pool[len(taken) :]
+
+    held, rest = cut(order, heldout_fraction)
+    head, train = cut(rest, head_fraction)
+    parts: Mapping[str, list[str]] = {"train": train, "head": head, "heldout": held}
+    rows_of = {
+        name: tuple(sorted(i for u in part for i in units[u])) for name, part in parts.items()
+    }
+    empty = [name for name, rows in rows_of.items() if not rows]
+    if empty:
+        raise InvalidArgumentError(
+            f"the split left no queries in {', '.join(empty)}; label more traffic",
+            field="traffic",
+        )
+    return TuneSplit(
+        rows_of["train"], rows_of["head"], rows_of["heldout"], seed, heldout_fraction, head_fraction
+    )

@@ -1,0 +1,358 @@
+"""Tune a collection's matcher on the fit part of its labelled traffic.
+
+1. :func:`~._split.split_for_tuning` cuts the traffic (seeded, recorded): train /
+   head / held-out.
+2. Refuse data too small to help (:class:`TooLittleDataError`, with the numbers).
+3. Contrastive fine-tune of the matcher's bi-encoder with sentence-transformers'
+   ``MultipleNegativesRankingLoss`` on (query, right entry's question, hardest wrong
+   entry's question) triples from the train queries, plus (phrasing, phrasing)
+   pairs of entries that answer alike (two entries named together in one train
+   query's answers). The hard negative is the wrong entry the base model ranks
+   highest: the confusion the tune must undo. The library's trainer runs the loop
+   (progress with rate and ETA).
+4. The matching head — the feature matcher's logistic regression over the tuned
+   model's cosines and token-set ratio — is refitted on the head queries' pairs
+   (each with its right entries and the tuned model's top wrong ones).
+5. AUROC and top-1 accuracy before (the matcher served now) and after, on the
+   held-out queries, which nothing above touched.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..confidence import Traffic
+from ..core import InvalidArgumentError
+from ._pair_features import EntryTexts, PairFeatures, pair_features
+from ._split import TuneSplit, split_for_tuning
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+    from ..embedding import Embedder
+    from ..ensemble import MatchFeaturesArtifact
+
+__all__ = ["TooLittleDataError", "TuneConfig", "TuneOutcome", "check_enough", "tune_matcher"]
+
+
+class TooLittleDataError(InvalidArgumentError):
+    """The traffic is too small for a tune to help (the message has the numbers)."""
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """How to tune (recorded in the artifact)."""
+
+    heldout_fraction: float = 0.3
+    """Share of the queries never trained on: the AUROC report, then calibration."""
+    head_fraction: float = 0.25
+    """Share of the fit queries that fit the matching head, not the encoder."""
+    seed: int = 0
+    """Seed of the split and of the trainer."""
+    epochs: float = 1.0
+    batch_size: int = 32
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    max_steps: int = -1
+    """Stop after this many optimiser steps (-1: the epochs decide)."""
+    min_train_answerable: int = 40
+    """Fewest answerable train queries worth a tune."""
+    min_heldout: int = 30
+    """Fewest held-out queries to report an AUROC on (and leave for calibration)."""
+    negatives_per_query: int = 5
+    """Wrong entries per query in the head's fit pairs and the AUROC pairs."""
+
+    def __post_init__(self) -> None:
+        for name in ("heldout_fraction", "head_fraction"):
+            value = getattr(self, name)
+            if not 0.0 < value < 1.0:
+                raise InvalidArgumentError(f"{name} must be in (0, 1), got {value}", field=name)
+        if not (self.epochs > 0 and self.batch_size >= 2 and self.learning_rate > 0):
+            raise InvalidArgumentError(
+                "epochs and learning rate must be > 0 and batch size >= 2", field="tune"
+            )
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    """What the tune wrote and measured."""
+
+    model: SentenceTransformer
+    head: MatchFeaturesArtifact
+    split: TuneSplit
+    metrics: dict[str, Any]
+    examples: dict[str, int]
+    seconds: float
+
+
+def check_enough(
+    traffic: Traffic, split: TuneSplit, entries: EntryTexts, config: TuneConfig
+) -> None:
+    """Refuse traffic too small to help.
+
+    Raises:
+        TooLittleDataError: too few answerable train queries or held-out queries; the
+            message gives the counts, the minimums and what to do.
+    """
+    known = set(entries.ids)
+    answerable = sum(1 for i in split.train if traffic.queries[i].answers & known)
+    problems = []
+    if answerable < config.min_train_answerable:
+        problems.append(
+            f"{answerable} answerable queries to train on (need >= {config.min_train_answerable})"
+        )
+    if len(split.heldout) < config.min_heldout:
+        problems.append(
+            f"{len(split.heldout)} held-out queries (need >= {config.min_heldout} to measure "
+            "the tune and leave queries to certify on)"
+        )
+    if problems:
+        raise TooLittleDataError(
+            f"{traffic.source}: {len(traffic)} labelled queries ({traffic.answerable} "
+            f"answerable) split into {len(split.train)} train / {len(split.head)} head / "
+            f"{len(split.heldout)} held-out leave {'; '.join(problems)}. A tune on this "
+            "little would not measurably help: label more traffic",
+            field="traffic",
+        )
+
+
+def _answer_matrix(traffic: Traffic, rows: Sequence[int], entries: EntryTexts) -> NDArray[np.bool_]:
+    column = {entry_id: j for j, entry_id in enumerate(entries.ids)}
+    right = np.zeros((len(rows), len(entries.ids)), dtype=bool)
+    for i, row in enumerate(rows):
+        for entry_id in traffic.queries[row].answers:
+            if entry_id in column:
+                right[i, column[entry_id]] = True
+    return right
+
+
+def _examples(
+    traffic: Traffic, split: TuneSplit, entries: EntryTexts, base: Embedder
+) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """(anchor, positive, negative) triples for the contrastive loss."""
+    rows = [i for i in split.train if traffic.queries[i].answers]
+    right = _answer_matrix(traffic, rows, entries)
+    keep: NDArray[np.bool_] = np.asarray(right.any(axis=1), dtype=bool)
+    rows = [r for r, k in zip(rows, keep.tolist(), strict=True) if k]
+    right = right[keep]
+    queries = [traffic.queries[r].query for r in rows]
+    similarity = base.embed(queries).astype(np.float64) @ base.embed(list(entries.questions)).T
+    similarity[right] = -np.inf
+    hardest = np.argmax(similarity, axis=1)
+    anchor: list[str] = []
+    positive: list[str] = []
+    negative: list[str] = []
+    for i, query in enumerate(queries):
+        for j in np.flatnonzero(right[i]):
+            anchor.append(query)
+            positive.append(entries.questions[int(j)])
+            negative.append(entries.questions[int(hardest[i])])
+    query_triples = len(anchor)
+    # Phrasings that answer alike (named together in one train query's answers) are
+    # positives of each other; their hard negative is the first query's.
+    seen: set[tuple[int, int]] = set()
+    for i in range(len(rows)):
+        columns = [int(j) for j in np.flatnonzero(right[i])]
+        for a in columns:
+            for b in columns:
+                if a < b and (a, b) not in seen:
+                    seen.add((a, b))
+                    anchor.append(entries.questions[a])
+                    positive.append(entries.questions[b])
+                    negative.append(entries.questions[int(hardest[i])])
+    counts = {"query_triples": query_triples, "phrasing_pairs": len(anchor) - query_triples}
+    return {"anchor": anchor, "positive": positive, "negative": negative}, counts
+
+
+def _train(
+    model: SentenceTransformer, columns: dict[str, list[str]], config: TuneConfig, work: Path
+) -> None:
+    """Contrastive fine-tune with the library's trainer (no hand-written loop)."""
+    from datasets import Dataset
+    from sentence_transformers import (
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.training_args import BatchSamplers
+
+    dataset = Dataset.from_dict(columns)
+    arguments = SentenceTransformerTrainingArguments(
+        output_dir=str(work),
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        warmup_ratio=config.warmup_ratio,
+        # In-batch negatives: a batch must not hold one text twice (a false negative).
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        seed=config.seed,
+        data_seed=config.seed,
+        save_strategy="no",
+        report_to="none",
+        logging_steps=max(1, math.ceil(len(dataset) / config.batch_size / 10)),
+        disable_tqdm=False,
+        use_cpu=True,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=arguments,
+        train_dataset=dataset,
+        loss=MultipleNegativesRankingLoss(model),
+    )
+    trainer.train()
+
+
+def _pairs(
+    right: NDArray[np.bool_], ranking: NDArray[np.float64], negatives: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """(row, column, label) of each query's right entries and its top wrong ones."""
+    rows: list[int] = []
+    cols: list[int] = []
+    labels: list[int] = []
+    for i in range(right.shape[0]):
+        wrong_rank = np.where(right[i], -np.inf, ranking[i])
+        top = np.argsort(-wrong_rank, kind="stable")[:negatives]
+        for j in np.flatnonzero(right[i]):
+            rows.append(i)
+            cols.append(int(j))
+            labels.append(1)
+        for j in top:
+            rows.append(i)
+            cols.append(int(j))
+            labels.append(0)
+    return np.asarray(rows, np.int64), np.asarray(cols, np.int64), np.asarray(labels, np.int64)
+
+
+def _fit_head(
+    features: PairFeatures,
+    right: NDArray[np.bool_],
+    name: str,
+    config: TuneConfig,
+    fitted_on: dict[str, Any],
+) -> MatchFeaturesArtifact:
+    from sklearn.linear_model import LogisticRegression
+
+    from ..ensemble import MATCH_FEATURES, FeatureEmbedder, MatchFeaturesArtifact
+
+    rows, cols, labels = _pairs(right, features.values["cos_question"], config.negatives_per_query)
+    x = np.column_stack([features.rows(rows, cols)[f] for f in MATCH_FEATURES])
+    if labels.min() == labels.max():
+        raise TooLittleDataError("the head queries have only one kind of pair", field="traffic")
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    std[std == 0] = 1.0
+    model = LogisticRegression(C=1.0, max_iter=1000).fit((x - mean) / std, labels)
+    return MatchFeaturesArtifact(
+        embedder=FeatureEmbedder(model_key="tuned", name=name),
+        features=MATCH_FEATURES,
+        mean=tuple(float(v) for v in mean),
+        std=tuple(float(v) for v in std),
+        coef=tuple(float(v) for v in model.coef_[0]),
+        intercept=float(model.intercept_[0]),
+        threshold=0.5,
+        fitted_on={**fitted_on, "pairs": int(labels.size), "right_pairs": int(labels.sum())},
+    ).sealed()
+
+
+def _measure(
+    head: MatchFeaturesArtifact,
+    features: PairFeatures,
+    right: NDArray[np.bool_],
+    pair_set: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+) -> dict[str, float]:
+    """AUROC on the fixed held-out pairs; top-1: the best entry over the whole KB is right."""
+    from sklearn.metrics import roc_auc_score
+
+    rows, cols, labels = pair_set
+    p_pairs = head.p_match(features.rows(rows, cols))
+    full = head.p_match({n: m.ravel() for n, m in features.values.items()}).reshape(right.shape)
+    answerable = right.any(axis=1)
+    best = np.argmax(full, axis=1)
+    top1 = right[np.arange(right.shape[0]), best][answerable]
+    return {
+        "auroc": float(roc_auc_score(labels, p_pairs)),
+        "top1_accuracy": float(top1.mean()) if top1.size else float("nan"),
+    }
+
+
+def tune_matcher(
+    traffic: Traffic,
+    entries: EntryTexts,
+    *,
+    base_model: SentenceTransformer,
+    base_embedder: Embedder,
+    served_head: MatchFeaturesArtifact,
+    served_embedder: Embedder,
+    config: TuneConfig,
+    work: Path,
+    wrap: Any,
+) -> TuneOutcome:
+    """Split, check, train, fit the head, measure (see the module docstring).
+
+    ``base_model`` is trained in place; ``wrap(model)`` turns it into an
+    :class:`~tribunal.retrieval.Embedder`. ``served_head`` with ``served_embedder``
+    is the matcher served now, the "before" of the report.
+
+    Raises:
+        TooLittleDataError: see :func:`check_enough`.
+    """
+    started = time.perf_counter()
+    split = split_for_tuning(
+        traffic.queries,
+        heldout_fraction=config.heldout_fraction,
+        head_fraction=config.head_fraction,
+        seed=config.seed,
+    )
+    check_enough(traffic, split, entries, config)
+    columns, examples = _examples(traffic, split, entries, base_embedder)
+    print(
+        f"tune: {len(split.train)} train / {len(split.head)} head / {len(split.heldout)} held-out "
+        f"queries; {examples['query_triples']} query triples + {examples['phrasing_pairs']} "
+        "phrasing pairs"
+    )
+    heldout_queries = [traffic.queries[i].query for i in split.heldout]
+    heldout_right = _answer_matrix(traffic, split.heldout, entries)
+    before_features = pair_features(heldout_queries, entries, served_embedder)
+
+    _train(base_model, columns, config, work)
+    tuned = wrap(base_model)
+
+    head_queries = [traffic.queries[i].query for i in split.head]
+    head_features = pair_features(head_queries, entries, tuned)
+    head = _fit_head(
+        head_features,
+        _answer_matrix(traffic, split.head, entries),
+        tuned.name,
+        config,
+        {"traffic_sha256": traffic.sha256, "part": "head", "queries": len(split.head)},
+    )
+    after_features = pair_features(heldout_queries, entries, tuned)
+    # One fixed set of held-out pairs for both: the right entries and the top wrong
+    # ones of either model, so neither is measured on pairs it picked.
+    ranking = np.maximum(
+        before_features.values["cos_question"], after_features.values["cos_question"]
+    )
+    pair_set = _pairs(heldout_right, ranking, config.negatives_per_query)
+    metrics = {
+        "heldout_queries": len(split.heldout),
+        "heldout_answerable": int(heldout_right.any(axis=1).sum()),
+        "heldout_pairs": int(pair_set[2].size),
+        "before": {
+            "matcher": served_head.version,
+            **_measure(served_head, before_features, heldout_right, pair_set),
+        },
+        "after": _measure(head, after_features, heldout_right, pair_set),
+    }
+    return TuneOutcome(base_model, head, split, metrics, examples, time.perf_counter() - started)
+
+
+def config_record(config: TuneConfig) -> dict[str, Any]:
+    return asdict(config)

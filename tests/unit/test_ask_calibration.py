@@ -1,0 +1,101 @@
+"""`tribunal ask` and `tribunal demo` say, once and before any question runs, when the
+calibrator they answer with cannot accept anything (the shipped tiny calibrator certifies
+a threshold at α = 0.2 only, for two candidates per query and the shipped matcher)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from tribunal.cli import main
+from tribunal.commands._calibration_check import check_calibration
+from tribunal.core import load_settings
+from tribunal.gateway import AnswerPipeline
+
+from tests.conftest import SHARED
+
+
+@pytest.fixture
+def stage_loads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The stages anything asked LocalTransport to serve (none: no retrieval ran)."""
+    from tribunal.gateway import _local_transport
+
+    asked: list[tuple[str, ...]] = []
+
+    def refuse(self: object, settings: object, stages: tuple[str, ...], **_: object) -> None:
+        asked.append(tuple(stages))
+        raise AssertionError("no stage may load")
+
+    monkeypatch.setattr(_local_transport.LocalTransport, "__init__", refuse)
+    return asked
+
+
+def _queries(tmp_path: Path, count: int) -> Path:
+    path = tmp_path / "queries.jsonl"
+    rows = [{"query": f"question {i}?", "answers": []} for i in range(count)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_an_uncertified_alpha_stops_before_any_question(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stage_loads: list[tuple[str, ...]]
+) -> None:
+    out = tmp_path / "answers.jsonl"
+    argv = ["ask", "--file", str(_queries(tmp_path, 450)), "--out", str(out), "--no-progress"]
+    assert main([*argv, "--alpha", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("certifies no threshold at alpha=0.1") == 1
+    assert "ask at a certified alpha (--alpha 0.2)" in err
+    assert "`tribunal calibrate --collection default --traffic LABELLED.jsonl`" in err
+    assert "--plain-threshold P" in err
+    assert stage_loads == []  # no retrieval, no matching: nothing was loaded
+    assert out.read_text() == ""
+    # An α the calibrator has no row for at all, and one question: the same.
+    assert main(["ask", "Can my dog catch it?", "--alpha", "0.3"]) == 2
+    assert "certifies no threshold at alpha=0.3" in capsys.readouterr().err
+    assert stage_loads == []
+
+
+def test_the_demo_stops_before_ingesting_at_an_uncertified_alpha(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stage_loads: list[tuple[str, ...]]
+) -> None:
+    data = SHARED / "data" / "covid-qa"
+    assert main(["demo", "--alpha", "0.05", "--data", str(data)]) == 2
+    assert "certifies no threshold at alpha=0.05" in capsys.readouterr().err
+    settings = load_settings("tiny")
+    assert not (settings.data_dir / "retrieval" / "covid-demo").exists()
+    assert stage_loads == []
+
+
+def test_a_calibrator_for_another_candidate_count_or_matcher_is_reported() -> None:
+    settings = load_settings("tiny", gateway={"candidates": 1})
+    found = check_calibration(settings, ["covid-faq"])
+    assert found.refused == ("covid-faq",)
+    assert found.problem is not None
+    assert "for 2 candidate(s) per query; this gateway scores 1 (gateway.candidates)" in (
+        found.problem
+    )
+    # A plain threshold guarantees nothing, so nothing is bound: no problem.
+    plain = load_settings("tiny", gateway={"candidates": 1}, confidence={"plain_threshold": 0.5})
+    assert check_calibration(plain, ["covid-faq"]).problem is None
+    # The certified α, the calibrated candidate count, a collection not ingested yet
+    # (the gateway refuses it by name): nothing known up front.
+    assert check_calibration(load_settings("tiny"), ["not-here"]).problem is None
+
+
+def test_the_gateway_logs_a_configured_refusal_once_not_per_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pipeline = AnswerPipeline(
+        load_settings("tiny").gateway,
+        transport=None,  # type: ignore[arg-type]  # not called: only the log is tested
+        store=None,
+        policy=None,  # type: ignore[arg-type]
+    )
+    with caplog.at_level(logging.WARNING, logger="tribunal.gateway._answer"):
+        for _ in range(450):
+            pipeline._warn_once("calibrator bound elsewhere", "certified for collection 'a'")
+        pipeline._warn_once("calibrator bound elsewhere", "certified for collection 'b'")
+    assert [r.message for r in caplog.records] == ["calibrator bound elsewhere"] * 2

@@ -1,0 +1,151 @@
+"""The tune's split: seeded, recorded, disjoint; calibrate may use only what the tune never
+saw; traffic too small to help is refused with its numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tribunal.confidence import Traffic, read_traffic
+from tribunal.core import FailedPreconditionError
+from tribunal.tuning import (
+    EntryTexts,
+    TooLittleDataError,
+    TuneConfig,
+    TunedMatcher,
+    certifiable_traffic,
+    check_enough,
+    query_key,
+    split_for_tuning,
+)
+
+
+def _traffic(tmp_path: Path, rows: list[dict[str, object]], name: str = "traffic.jsonl") -> Traffic:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return read_traffic(path)
+
+
+def _rows(n: int) -> list[dict[str, object]]:
+    # Every fifth query is out of scope; the others ask one of 10 entries.
+    return [
+        {"query": f"question number {i}", "answers": [] if i % 5 == 0 else [f"e{i % 10}"]}
+        for i in range(n)
+    ]
+
+
+def test_the_split_is_seeded_disjoint_and_by_query(tmp_path: Path) -> None:
+    traffic = _traffic(tmp_path, _rows(200))
+    split = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.25, seed=0)
+    again = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.25, seed=0)
+    other = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.25, seed=1)
+    assert split == again
+    assert split.heldout != other.heldout
+    assert (len(split.train), len(split.head), len(split.heldout)) == (105, 35, 60)
+    parts = [set(split.train), set(split.head), set(split.heldout)]
+    assert set().union(*parts) == set(range(200))
+    assert sum(len(p) for p in parts) == 200
+    # By query, not by answer: one entry's queries land on both sides.
+    answers_held = {next(iter(traffic.queries[i].answers), "") for i in split.heldout}
+    answers_fit = {next(iter(traffic.queries[i].answers), "") for i in split.fit}
+    assert answers_held & answers_fit >= {"e1", "e2"}
+    record = split.record(traffic.queries)
+    assert record["sizes"] == {"train": 105, "head": 35, "heldout": 60}
+    assert len(record["fit_keys"]) == 140
+    assert len(record["heldout_keys"]) == 60
+
+
+def test_the_same_text_and_explicit_groups_stay_in_one_part(tmp_path: Path) -> None:
+    rows = _rows(100)
+    rows += [{"query": "  QUESTION   number 7 ", "answers": ["e7"]}]  # a respelling of row 7
+    rows += [{"query": f"grouped {i}", "answers": ["e3"], "group": "g"} for i in range(6)]
+    traffic = _traffic(tmp_path, rows)
+    split = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.25, seed=3)
+    part = {i: name for name in ("train", "head", "heldout") for i in getattr(split, name)}
+    assert part[7] == part[100]
+    assert len({part[i] for i in range(101, 107)}) == 1
+    assert query_key("  QUESTION   number 7 ") == query_key("question number 7")
+
+
+def test_too_little_traffic_is_refused_with_its_numbers(tmp_path: Path) -> None:
+    traffic = _traffic(tmp_path, _rows(60))
+    split = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.25, seed=0)
+    entries = EntryTexts(tuple(f"e{i}" for i in range(10)), ("q",) * 10, ("a",) * 10)
+    with pytest.raises(TooLittleDataError) as info:
+        check_enough(traffic, split, entries, TuneConfig())
+    message = str(info.value)
+    assert "60 labelled queries (48 answerable)" in message
+    assert "25 answerable queries to train on (need >= 40)" in message
+    assert "18 held-out queries (need >= 30" in message
+    assert info.value.field == "traffic"
+    check_enough(traffic, split, entries, TuneConfig(min_train_answerable=25, min_heldout=18))
+
+
+def _tuned(tmp_path: Path, traffic: Traffic) -> TunedMatcher:
+    split = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.25, seed=0)
+    directory = tmp_path / "tuned"
+    (directory / "model").mkdir(parents=True)
+    (directory / "model" / "weights.bin").write_bytes(b"not a real model")
+    manifest = {
+        "binding": {"collection": "faq", "collection_version": "kb-1", "entries": 10},
+        "traffic": {"sha256": traffic.sha256},
+        "split": split.record(traffic.queries),
+    }
+    return TunedMatcher.seal(directory, manifest)
+
+
+def test_calibrate_keeps_only_the_tunes_heldout_part_of_its_own_file(tmp_path: Path) -> None:
+    traffic = _traffic(tmp_path, _rows(200))
+    tuned = _tuned(tmp_path, traffic)
+    kept, note = certifiable_traffic(traffic, tuned, "faq")
+    assert len(kept) == 60
+    assert note["queries_dropped_as_fit"] == 140
+    assert {query_key(q.query) for q in kept.queries} == set(tuned.split["heldout_keys"])
+
+
+def test_calibrate_refuses_other_traffic_holding_a_fit_query(tmp_path: Path) -> None:
+    traffic = _traffic(tmp_path, _rows(200))
+    tuned = _tuned(tmp_path, traffic)
+    fit_query = next(q for q in traffic.queries if query_key(q.query) in tuned.split["fit_keys"])
+    fresh: list[dict[str, object]] = [
+        {"query": f"a new question {i}", "answers": ["e1"]} for i in range(30)
+    ]
+    mixed = _traffic(
+        tmp_path, [*fresh, {"query": fit_query.query.upper(), "answers": []}], "b.jsonl"
+    )
+    with pytest.raises(
+        FailedPreconditionError, match=r"1 of the 31 queries in b\.jsonl were used to fit"
+    ):
+        certifiable_traffic(mixed, tuned, "faq")
+    clean = _traffic(tmp_path, fresh, "c.jsonl")
+    assert len(certifiable_traffic(clean, tuned, "faq")[0]) == 30
+    with pytest.raises(FailedPreconditionError, match="tuned for collection 'faq'"):
+        certifiable_traffic(clean, tuned, "other")
+
+
+def test_a_modified_tuned_directory_is_refused(tmp_path: Path) -> None:
+    traffic = _traffic(tmp_path, _rows(200))
+    tuned = _tuned(tmp_path, traffic)
+    assert TunedMatcher.load(tuned.directory).version == tuned.version
+    (tuned.directory / "model" / "weights.bin").write_bytes(b"changed")
+    with pytest.raises(FailedPreconditionError, match="modified or damaged"):
+        TunedMatcher.load(tuned.directory)
+
+
+def test_ask_says_up_front_when_the_calibrator_was_certified_with_another_matcher(
+    tmp_path: Path,
+) -> None:
+    from tribunal.commands.demo import _certification
+    from tribunal.core import load_settings
+
+    tuned = _tuned(tmp_path, _traffic(tmp_path, _rows(200)))
+    plain = load_settings("tiny", ensemble={"matcher": "features"})
+    assert "every answer falls back" not in _certification(plain)
+    settings = load_settings(
+        "tiny", ensemble={"matcher": "features", "tuned_matcher": str(tuned.directory)}
+    )
+    line = _certification(settings)
+    assert f"the matcher served now is features:{tuned.version}" in line
+    assert "every answer falls back (NO_CERTIFIED_THRESHOLD)" in line
+    assert "tribunal calibrate --collection covid-faq" in line
