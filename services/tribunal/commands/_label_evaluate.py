@@ -103,7 +103,8 @@ def _check(args: argparse.Namespace) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..jobs import JobStore, read_corpus, read_qrels, read_topics
+    from ..jobs import JobStore
+    from ..jobs._inputs import read_corpus, read_qrels, read_topics
     from ..jobs._ppi_job import evaluation_items
     from ..jobs._ppi_pool import RunPool
     from ..jobs._ppi_trec import read_scored_run, run_name
