@@ -1,5 +1,7 @@
 """Judge-mode label jobs: one item at a time (the old path) vs a batch at once (the job
-now), against the relevance judge's embedder alone on the same texts.
+now), against the relevance judge's embedder alone on the same texts; and ``label run
+--plan`` jobs (a cascade whose band goes to humans: the judge alone) before and after
+they batched like judge mode.
 
 Both paths run real label jobs (``run_job``: leases, the job store, the audit row of
 every item) through ``Gateway.Label``'s pipeline in this process, on the same TREC DL
@@ -10,6 +12,10 @@ every item) through ``Gateway.Label``'s pipeline in this process, on the same TR
   texts), batches of 4 items — what a judge-mode job did before.
 - **new**: the job's defaults now: 64 items per batch, 32 at a time, their embeddings
   gathered into shared forward passes; a query's vector computed once and reused.
+- **plan-old** / **plan**: the same items as a ``label run --plan`` job labels them
+  (cascade mode, ``gateway.label_band_to: human``, the judge artifact's own band as the
+  plan's thresholds, items in the band queued for humans): one item at a time in
+  batches of 4 (what ``--plan`` did before), and its defaults now (as judge mode).
 - **limit**: the judge's embedder alone (no job, no gRPC, no cache) embedding each
   distinct query once and every passage, in batches of 64, before and after the jobs.
 
@@ -18,6 +24,9 @@ load on the shared machine hits both. The labels of the two paths are compared i
 item.
 
     .venv/bin/python bench/label.py [--items 400] [--rounds 4] [--out .build/bench/label.json]
+
+Prints items/s of each path and the ratios new / old, plan / new (judge mode) and
+plan / plan-old.
 """
 
 from __future__ import annotations
@@ -52,8 +61,8 @@ def _limit(settings: Settings, items: list[LabelItem]) -> float:
     return len(items) / (time.perf_counter() - started)
 
 
-def _job(store: JobStore, name: str, items: list[LabelItem]) -> None:
-    store.create_job(name, mode="judge", settings={}, source={"bench": "label"})
+def _job(store: JobStore, name: str, items: list[LabelItem], mode: str) -> None:
+    store.create_job(name, mode=mode, settings={}, source={"bench": "label"})
     store.add_items(name, items)
 
 
@@ -81,10 +90,36 @@ def main() -> int:
             )
         }
     )
+    artifact = RelevanceArtifact.load(relevance_artifact_path(settings))
+    plan_settings = settings.model_copy(
+        update={
+            "gateway": settings.gateway.model_copy(
+                update={
+                    "label_relevant_at": artifact.band_high,
+                    "label_irrelevant_at": artifact.band_low,
+                    "label_band_to": "human",
+                }
+            )
+        }
+    )
     store = JobStore.from_url(settings.database_url)
     paths: dict[str, Any] = {
-        "old": {"labeller": PipelineLabeller(old_settings, "judge", concurrency=1), "batch": 4},
-        "new": {"labeller": PipelineLabeller(settings, "judge"), "batch": BATCH},
+        "old": {
+            "labeller": PipelineLabeller(old_settings, "judge", concurrency=1),
+            "batch": 4,
+            "mode": "judge",
+        },
+        "new": {"labeller": PipelineLabeller(settings, "judge"), "batch": BATCH, "mode": "judge"},
+        "plan-old": {
+            "labeller": PipelineLabeller(plan_settings, "cascade", concurrency=1),
+            "batch": 4,
+            "mode": "cascade",
+        },
+        "plan": {
+            "labeller": PipelineLabeller(plan_settings, "cascade"),
+            "batch": BATCH,
+            "mode": "cascade",
+        },
     }
     load = [os.getloadavg()]
     limits = [_limit(settings, items)]
@@ -95,12 +130,12 @@ def main() -> int:
             chunk = items[start : start + size]
             for name, path in paths.items():
                 job = f"{name}-{number}"
-                _job(store, job, chunk)
+                _job(store, job, chunk, path["mode"])
                 report = run_job(
                     store,
                     job,
                     path["labeller"],
-                    mode="judge",
+                    mode=path["mode"],
                     batch_size=path["batch"],
                     progress=False,
                 )
@@ -125,17 +160,26 @@ def main() -> int:
         for name in paths
     }
     same = sum(labels["old"][key] == labels["new"].get(key) for key in labels["old"])
+    same_plan = sum(labels["plan"][key] == labels["plan-old"].get(key) for key in labels["plan"])
     limit = sum(limits) / len(limits)
     print(f"\n{len(items)} TREC DL 2019 pairs, judge mode (load {load[0]} -> {load[1]}):")
     print("| path | items/s | share of the limit |\n|---|---|---|")
     rates = {name: len(items) / path["seconds"] for name, path in paths.items()}
-    for name, label in (("old", "old: one item at a time"), ("new", "new: batched job")):
+    for name, label in (
+        ("old", "old: one item at a time"),
+        ("new", "new: batched job"),
+        ("plan-old", "label run --plan, before: one item at a time"),
+        ("plan", "label run --plan, now: batched"),
+    ):
         print(f"| {label} | {rates[name]:.1f} | {rates[name] / limit:.0%} |")
     print(
         f"| limit: the judge's embedder alone, batched | {limit:.1f} | 100% |\n"
         f"(limit before {limits[0]:.1f}, after {limits[1]:.1f} items/s)\n"
         f"new / old: {rates['new'] / rates['old']:.1f}x; identical labels on {same} of "
-        f"{len(labels['old'])} items"
+        f"{len(labels['old'])} items\n"
+        f"plan / judge mode (new): {rates['plan'] / rates['new']:.2f}x; plan / plan-old: "
+        f"{rates['plan'] / rates['plan-old']:.1f}x; plan and plan-old route the same on "
+        f"{same_plan} of {len(labels['plan'])} items"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
@@ -146,6 +190,9 @@ def main() -> int:
                 "limit_items_per_s": limits,
                 "share_of_limit": rates["new"] / limit,
                 "identical_labels": same,
+                "plan_over_judge": rates["plan"] / rates["new"],
+                "plan_over_plan_old": rates["plan"] / rates["plan-old"],
+                "plan_same_routing": same_plan,
                 "load": load,
             },
             indent=2,

@@ -53,6 +53,7 @@ def test_the_page_lists_each_step_once() -> None:
         ".venv/bin/tribunal-lab eval entailment",
         ".venv/bin/tribunal calibrate",
         ".venv/bin/tribunal label run",
+        ".venv/bin/tribunal label evaluate",
     ):
         assert any(p.startswith(step) for p in programs), step
 

@@ -50,6 +50,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "grpc_tools": ("grpcio-tools",),
     "helm_python": ("helm-python-sdk",),
     "ir_measures": ("ir-measures",),
+    "ppi_py": ("ppi-python",),
     "jsonschema": ("jsonschema",),
     "krippendorff": ("krippendorff",),
     "kubernetes": ("kubernetes",),

@@ -38,6 +38,11 @@ EVALUATIONS: dict[str, tuple[str, str]] = {
         "certified auto-labels on judged pairs split by query: plan on one half, label the "
         "other (humans needed and automatic-label error per epsilon, repeated splits)",
     ),
+    "label-evaluate": (
+        "tribunal_lab.evaluation.label_evaluate",
+        "retriever metrics from judge labels + a human sample on TREC DL 2019 against the "
+        "full qrels: interval coverage, width vs humans only, pairwise signs, Kendall tau",
+    ),
     "matching-features": (
         "tribunal_lab.evaluation.matching_features",
         "KB-entry matching from embedder cosines + token overlap (no LLM): fit on a selection "

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core import FailedPreconditionError, InvalidArgumentError, Settings
 from ..gateway import LabelMode
-from . import _label_estimate, _label_plan, _label_status
+from . import _label_estimate, _label_evaluate, _label_plan, _label_status
 from ._label_common import input_spec, job_store, label_settings, relevance_version
 
 __all__ = ["register"]
@@ -75,8 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--batch-size",
         type=int,
         default=None,
-        help="items per worker call (default: 64 in judge mode, whose items share the "
-        "embedder's forward passes, else 4)",
+        help="items per worker call (default: 64 in judge mode and under --plan, whose "
+        "items share the embedder's forward passes, else 4)",
     )
     run.add_argument(
         "--lease-seconds",
@@ -147,6 +147,7 @@ def _register_more(
     """``label plan`` and ``run --plan`` (certified plans), ``label aggregate`` (human
     labels): each lives in its own module."""
     _label_plan.register(actions, run)
+    _label_evaluate.register(actions)
     name = f"{__package__}._label_aggregate"
     try:
         module = importlib.import_module(name)
@@ -296,9 +297,12 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any, plan: An
 
 def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) -> Any:
     from ..jobs import GatewayLabeller, Labeller, PipelineLabeller, run_job
+    from ..jobs._labeller import shares_passes
 
     if args.batch_size is None:
-        args.batch_size = 64 if mode == LabelMode.JUDGE.value else 4
+        # Judge-only labelling (judge mode, a plan's cascade with its band to humans)
+        # shares forward passes across a batch; a debate labels item by item.
+        args.batch_size = 64 if shares_passes(mode, settings.gateway.label_band_to) else 4
 
     if args.ray:
         from ..jobs import run_on_ray

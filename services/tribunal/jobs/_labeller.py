@@ -31,6 +31,7 @@ __all__ = [
     "failed_result",
     "label_request",
     "label_result",
+    "shares_passes",
 ]
 
 
@@ -113,11 +114,20 @@ judge's embedder runs full forward passes (its micro-batches), few enough to kee
 per-item latency of a batch near one pass."""
 
 
+def shares_passes(mode: str | LabelMode, band_to: str = "debate") -> bool:
+    """Whether a mode's items run only the relevance judge — judge mode, or a cascade whose
+    band goes to humans (``label run --plan``) — so that the items of a batch share the
+    judge embedder's forward passes when labelled together. A debate stage labels its
+    items one by one (its LLM calls batch on their own)."""
+    return "debate" not in label_stages(LabelMode.parse(str(mode)), band_to)
+
+
 class PipelineLabeller:
     """``LabelPipeline`` in this process; the audit and escalation writes go to
     ``settings.database_url`` as the gateway's do. ``concurrency`` items of a batch run
-    at once (default: :data:`JUDGE_CONCURRENCY` in judge mode, where they share the
-    embedder's forward passes; 1 otherwise)."""
+    at once (default: :data:`JUDGE_CONCURRENCY` when no debate is loaded —
+    :func:`shares_passes` — since the items share the embedder's forward passes; 1
+    otherwise)."""
 
     def __init__(
         self,
@@ -131,7 +141,8 @@ class PipelineLabeller:
 
         self.mode = LabelMode.parse(mode)
         if concurrency is None:
-            concurrency = JUDGE_CONCURRENCY if self.mode is LabelMode.JUDGE else 1
+            shared = shares_passes(self.mode, settings.gateway.label_band_to)
+            concurrency = JUDGE_CONCURRENCY if shared else 1
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.concurrency = concurrency

@@ -542,6 +542,19 @@ class JobStore:
         if changed is None:
             raise NotFoundError(f"job {name!r} has no item {item_id!r}")
 
+    def set_escalation(self, name: str, item_id: str, escalation_id: str) -> None:
+        """Queue a finished item for human review under ``escalation_id`` (an evaluation's
+        human sample); its label stays the model's until humans give theirs."""
+        with self.db.session() as session:
+            changed = session.execute(
+                update(JobItemRow)
+                .where(JobItemRow.job == name, JobItemRow.item_id == item_id)
+                .values(escalation_id=escalation_id)
+                .returning(JobItemRow.item_id)
+            ).scalar_one_or_none()
+        if changed is None:
+            raise NotFoundError(f"job {name!r} has no item {item_id!r}")
+
     def counts(self, name: str) -> JobCounts:
         finished = JobItemRow.finished_at.is_not(None)
         statement = select(

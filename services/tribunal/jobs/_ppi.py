@@ -1,0 +1,227 @@
+"""Retrieval metrics with confidence intervals from judge labels and a human sample.
+
+The estimand: each run's mean over queries of nDCG@10, P@10, R@100 (:mod:`._ppi_pool`)
+under the *human* labels of every pooled pair (existing qrels count as human labels;
+the holes are unknown). What is observed: the judge's P(relevant) on every hole, and
+human labels on a random sample of holes drawn by a recorded design (:mod:`._ppi_sample`:
+stratified simple random sampling without replacement, stratum h has N_h holes of
+which m_h are reviewed, so each reviewed hole stood for N_h / m_h).
+
+**The estimator (prediction-powered, one-step).** Let ẑ_i be a prediction of hole i's
+label from the judge and M(z) the metric mean over queries as a function of all labels.
+
+    M̂ = M(ẑ) + Σ_h (N_h / m_h) Σ_{i ∈ S_h} ∇_i M(ẑ) · (z_i − ẑ_i)
+
+The first term is the metric with judge labels in the holes; the second is the
+*rectifier*: for a metric linear in the labels (P@k, DCG) it is exactly prediction-powered
+inference's correction — the sample's mean of (human − judge) scaled to the pool, with
+inclusion probabilities m_h / N_h (inverse-probability weights, as in active inference,
+Zrnic & Candès 2024) — and M̂ is design-unbiased whatever the judge. nDCG (the ideal DCG
+is a function of the pool's counts per grade) and recall (divided by the pool's number of
+relevant documents) are not linear: per query the metric is a ratio of two totals that
+are linear in the labels, so the rectifier uses the *linearisation* of each query's ratio
+at the judge's totals (the "linearized rectifier": ∇_i M is ∂M/∂z_i, one per pair through
+its query's totals). That keeps the correction linear in the sample — unbiased for the
+linear part, with the design's exact variance — and leaves a second-order remainder
+Σ_q O((T_q − T̂_q)²) in how far the judge's per-query totals are from the truth. A plug-in
+that divides the *sample-corrected* totals instead is consistent only when every query
+has many reviewed pairs (with ~12 per query its divisor's noise biases the ratio far more).
+The simulation checks (tests, ``tribunal-lab eval label-evaluate``) measure the coverage
+this gives.
+
+**Calibrated predictions and the linearisation point (PPI++'s power tuning,
+generalised).** ẑ_i is not the judge's raw label: the holes are grouped by the judge's P
+(quantile bins, up to 5; fewer while the sample is small) and by their best rank over the
+runs (1–10, 11–30, deeper: the runs' own ranking carries information the judge's score
+misses), and ẑ_i is the weighted mean of the reviewed labels in i's cell — the
+post-stratified (GREG) estimator of survey sampling. It reduces to the human-only
+estimate (PPI with λ = 0) with one cell, and lets a weak judge only *narrow* the
+interval by however much its P ranks the holes. The metric is linearised at a point
+nearer the truth than ẑ: each query's predictions shifted by its reviewed residuals'
+mean, shrunk by empirical Bayes (a judge's errors cluster by query) — any point leaves
+the rectifier's first-order unbiasedness intact; a nearer one shrinks the remainder.
+Fitting ẑ on the sample makes M̂ approximately (O(1/m)) rather than exactly unbiased;
+``folds`` > 1 cross-fits instead. The variance uses the fitted residuals, as for GREG.
+
+**The interval.** Var(M̂) = Σ_h N_h² (1 − m_h/N_h) s_h² / m_h, s_h² the sample variance of
+d_i = ∇_i M · (z_i − ẑ_i) in stratum h (stratified SRSWOR; exact for the linear part);
+a normal (1 − α) interval. A pairwise difference A − B uses d^A − d^B on the same sample,
+so its interval is narrower than the two intervals suggest. Reviews that arrive in the
+queue's (random, label-blind) order form, within each stratum, a simple random sample of
+it, so the estimate is valid at every point of the review and tightens as m_h grows.
+
+``ppi-python`` (``ppi_py.ppi_mean_ci``) computes PPI++'s interval for a mean under a
+uniform i.i.d. sample — P@10 under a uniform sample is such a mean (of the run's top-10
+slots), and the lab evaluation reports it beside this module's. Here the sample is a
+stratified draw without replacement from a finite pool and nDCG and recall are per-query
+ratios, so this module extends PPI with the design's weights, the finite-population
+correction, calibrated predictions and the linearised rectifier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from ._ppi_model import (
+    FOLDS,
+    Design,
+    cross_fitted,
+    fold_fits,
+    label_model,
+    model_bins,
+    rank_buckets,
+)
+from ._ppi_pool import METRICS, Floats, MetricSpec, RunPool, metric_values
+from ._ppi_types import (
+    Estimate,
+    EvaluationEstimates,
+    HumanSample,
+    PoolLabels,
+    grades_to_indicators,
+)
+
+__all__ = [
+    "Estimate",
+    "EvaluationEstimates",
+    "HumanSample",
+    "PoolLabels",
+    "estimate_metrics",
+    "grades_to_indicators",
+    "kendall_tau",
+]
+
+
+def estimate_metrics(
+    pool: RunPool,
+    labels: PoolLabels,
+    sample: HumanSample,
+    *,
+    metrics: Sequence[MetricSpec] = METRICS,
+    alpha: float = 0.1,
+    folds: int = FOLDS,
+    human_only: bool = True,
+) -> EvaluationEstimates:
+    """Every run's metrics with (1 − α) intervals, and every pair of runs' differences.
+
+    Human labels are ``labels.human`` on the drawn holes (those not reviewed yet are
+    left out: the reviewed ones of a stratum are a simple random sample of it).
+    ``folds`` > 1 cross-fits the label model (each fold's residuals corrected by a model
+    fitted on the other folds): no reuse of the residuals it corrects, at the price of
+    fitting on fewer labels and ``folds`` times the work. ``human_only`` False skips the
+    humans-only estimates (and the labels a humans-only estimate would need).
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError("alpha must be in (0, 1)")
+    design = Design(labels, sample)
+    grades = np.where(labels.holes, labels.human, labels.known).astype(np.int64)
+    truth = grades_to_indicators(grades, labels.levels)  # exact where known or reviewed
+    result = EvaluationEstimates(
+        alpha=alpha,
+        reviewed=len(design.index),
+        drawn=int(np.sum(sample.drawn)),
+        ready=design.ready and len(design.index) >= 2,
+    )
+    judge_z = labels.judge_indicators()
+    z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    runs = list(pool.ranks)
+    for spec in metrics:
+        for run in runs:
+            result.judge_only[(run, spec.name)] = float(
+                np.mean(metric_values(pool, run, judge_z, spec, relevant_at=labels.relevant_at))
+            )
+    if not result.ready:
+        return result
+    fits = fold_fits(design, labels, folds)
+    buckets = rank_buckets(pool)
+    bins = model_bins(len(design.index), len(fits))
+    # One label model per fold and estimator, shared by every run and metric. Humans
+    # only: one bin, no ranks — the judge and the runs play no part.
+    models = {
+        name: [
+            label_model(
+                labels,
+                fold.fit,
+                truth,
+                bins=bins if name == "ppi" else 1,
+                buckets=(buckets if name == "ppi" else None),
+            )
+            for fold in fits
+        ]
+        for name in (("ppi", "human") if human_only else ("ppi",))
+    }
+    for spec in metrics:
+        rectifiers: dict[str, Floats] = {}
+        raw: dict[str, float] = {}
+        for run in runs:
+            for name, fitted in models.items():
+                est, d = cross_fitted(
+                    pool,
+                    run,
+                    spec,
+                    labels=labels,
+                    truth=truth,
+                    design=design,
+                    folds=fits,
+                    models=fitted,
+                )
+                estimate = _interval(est, design.total_and_variance(d)[1], z, bound=(0.0, 1.0))
+                if name == "ppi":
+                    result.ppi[(run, spec.name)] = estimate
+                    rectifiers[run], raw[run] = d, est
+                    continue
+                result.human_only[(run, spec.name)] = estimate
+                # The humans-only linearised values' population variance, estimated with
+                # the design's weights: its width at n uniform labels is
+                # z √(N² (1/n − 1/N) S²).
+                s2 = _weighted_variance(d, design.weights)
+                result.human_equivalent[(run, spec.name)] = _equivalent_n(
+                    result.ppi[(run, spec.name)].se ** 2, s2, float(design.sizes.sum())
+                )
+        for a_index, a in enumerate(runs):
+            for b in runs[a_index + 1 :]:
+                _, variance = design.total_and_variance(rectifiers[a] - rectifiers[b])
+                result.differences[(spec.name, a, b)] = _interval(
+                    raw[a] - raw[b], variance, z, bound=(-1.0, 1.0)
+                )
+    return result
+
+
+def _interval(value: float, variance: float, z: float, *, bound: tuple[float, float]) -> Estimate:
+    """A normal interval, clipped to the quantity's range (which loses no coverage)."""
+    se = float(np.sqrt(variance))
+    low, high = bound
+    return Estimate(
+        float(np.clip(value, low, high)),
+        max(low, value - z * se),
+        min(high, value + z * se),
+        se,
+    )
+
+
+def _weighted_variance(values: Floats, weights: Floats) -> float:
+    if len(values) < 2:
+        return 0.0
+    mean = np.average(values, weights=weights)
+    n = len(values)
+    return float(np.average((values - mean) ** 2, weights=weights) * n / (n - 1))
+
+
+def _equivalent_n(variance: float, s2: float, frame: float) -> float:
+    """Uniform human labels n with N² (1/n − 1/N) S² = ``variance`` (capped at N)."""
+    if s2 <= 0 or frame <= 0:
+        return 0.0
+    if variance <= 0:
+        return frame
+    return float(min(frame, 1.0 / (variance / (frame**2 * s2) + 1.0 / frame)))
+
+
+def kendall_tau(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    """Kendall's τ-b between two scorings of the same runs (1: same order)."""
+    names = sorted(a)
+    if len(names) < 2:
+        return 1.0
+    tau = stats.kendalltau([a[n] for n in names], [b[n] for n in names]).statistic
+    return float(tau) if np.isfinite(tau) else 0.0
