@@ -11,7 +11,8 @@ from tribunal.cli import main
 from tribunal.confidence import read_traffic
 from tribunal.core import load_settings
 from tribunal.core.storage import Database, DecisionRecord
-from tribunal.retrieval import PhrasingLinks
+from tribunal.kb import entry_sha256
+from tribunal.retrieval import KnowledgeBase, PhrasingLinks, parse_record
 
 pytestmark = pytest.mark.models
 
@@ -63,6 +64,16 @@ def test_an_admin_approves_rejects_and_exports_links(
         "question:2",
         "someone nicked my debit card",
     )
+    # The approved phrasing is part of a signed entry: the gateway keeps serving it.
+    kb_after = KnowledgeBase.from_settings(settings)
+    try:
+        entry = kb_after.collection("bank").entries(["card-lost"])["card-lost"]
+        signed = kb_after.collection("bank").store.signatures(["card-lost"])["card-lost"]
+        assert signed.signature
+        assert parse_record(signed.record)["entry_sha256"] == entry_sha256(entry)
+        assert "someone nicked my debit card" in entry.questions
+    finally:
+        kb_after.close()
     assert main(["kb", "history", "bank", "--entry", "card-lost", "--json"]) == 0
     change = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert change["detail"]["phrasing_link"] == ids[0]

@@ -470,7 +470,9 @@ def _phrasings_approve(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.profile)
     links = _links(settings)
-    kb = _open(args)
+    # An approved phrasing changes the entry: the writer signs it, or the gateway would
+    # no longer serve the entry.
+    kb = _open(args, writer=True)
     try:
         writes = _audited(args, kb)
         approved = []
