@@ -44,6 +44,7 @@ class _Gateway:
                 "addresses": dict.fromkeys(
                     ("retrieval", "ensemble", "entailment", "confidence", "debate"), address
                 ),
+                "kb_trusted_keys": self.script.trusted_keys,
             },
         )
         self.host = build_host(self.settings)

@@ -52,7 +52,7 @@ def test_an_entry_of_the_right_class_is_right(tmp_path: Path) -> None:
     assert [r["correct"] for r in rows] == [True, False, True]
     summary = summary_markdown(rows, 1.0)
     assert "| accepted with a right entry | 1 |" in summary
-    assert "| accepted with a wrong entry (hallucination) | 1 |" in summary
+    assert "| accepted with a wrong entry (answerable query) | 1 |" in summary
 
 
 def test_a_missing_classes_file_says_so(tmp_path: Path) -> None:

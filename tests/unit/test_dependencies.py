@@ -38,6 +38,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "bm25s": ("bm25s",),
     "crowdkit": ("crowd-kit",),
     "cryptography": ("cryptography",),
+    "datasets": ("datasets",),
     "faiss": ("faiss-cpu", "faiss-gpu-cu12"),
     "filelock": ("filelock",),
     "gguf": ("gguf",),
@@ -96,7 +97,7 @@ ADAPTERS = {
 # Every install takes exactly one of these (the FAISS build): part of the runtime here.
 ONE_OF = ("cpu", "gpu")
 # What product code may import beyond the runtime, inside a function.
-PRODUCT_EXTRAS = {"llamacpp", "review", "k8s", "analysis"}
+PRODUCT_EXTRAS = {"llamacpp", "review", "k8s", "analysis", "tune"}
 # The protobuf generator runs from `make protos` only.
 DEV_ONLY = {"tribunal.protogen": {"grpc_tools"}}
 # The lab may use its extra and the llama.cpp backend (built from source, not forced on it).

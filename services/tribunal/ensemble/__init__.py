@@ -33,9 +33,12 @@ from ._match_features import MATCH_FEATURES, match_feature_values
 from ._matcher import EnsembleMatcher, MatchRequestItem
 from ._relevance import RelevanceArtifact, RelevanceItem, RelevanceJudge, relevance_artifact_path
 from ._training import ablation, split_data, summarise, train_artifact
+from ._tuned_artifact import TUNED_FORMAT, TunedMatcher, current_tuned_dir, tuned_root
+from ._tuned_serving import tuned_embedder
 
 __all__ = [
     "MATCH_FEATURES",
+    "TUNED_FORMAT",
     "EnsembleArtifact",
     "EnsembleMatcher",
     "FeatureEmbedder",
@@ -48,7 +51,9 @@ __all__ = [
     "RelevanceArtifact",
     "RelevanceItem",
     "RelevanceJudge",
+    "TunedMatcher",
     "ablation",
+    "current_tuned_dir",
     "features_path",
     "judge_specs",
     "judgment_path",
@@ -63,5 +68,7 @@ __all__ = [
     "split_data",
     "summarise",
     "train_artifact",
+    "tuned_embedder",
     "tuned_matcher_dir",
+    "tuned_root",
 ]

@@ -132,7 +132,7 @@ class FeatureMatcher:
 def tuned_matcher_dir(settings: Settings) -> Path | None:
     """The tuned matcher to serve: ``ensemble.tuned_matcher``, else the current tune of
     ``gateway.collection`` under ``data_dir``; None when there is none."""
-    from ..tuning import current_tuned_dir
+    from ._tuned_artifact import current_tuned_dir
 
     if settings.ensemble.tuned_matcher is not None:
         return settings.ensemble.tuned_matcher.expanduser()
@@ -142,7 +142,7 @@ def tuned_matcher_dir(settings: Settings) -> Path | None:
 def served_feature_matcher(settings: Settings) -> str | None:
     """``features:<version>`` as the feature matcher will report it (a tuned matcher's
     version, else the regression's), without loading a model; None when the judges match."""
-    from ..tuning import TunedMatcher
+    from ._tuned_artifact import TunedMatcher
 
     if settings.ensemble.matcher != "features":
         return None
@@ -158,7 +158,8 @@ def _tuned_matcher(settings: Settings, directory: Path) -> FeatureMatcher:
     """The feature matcher of a ``tribunal tune`` directory: its model, its head, its
     version (checked against the directory's contents)."""
     from ..embedding import CachingEmbedder
-    from ..tuning import TunedMatcher, tuned_embedder
+    from ._tuned_artifact import TunedMatcher
+    from ._tuned_serving import tuned_embedder
 
     tuned = TunedMatcher.load(directory)
     artifact = MatchFeaturesArtifact.load(tuned.head_path)

@@ -11,10 +11,9 @@ small to help); loading a damaged or missing directory is a
 ``FailedPreconditionError``.
 """
 
-from ._artifact import TUNED_FORMAT, TunedMatcher, current_tuned_dir, tuned_root
+from ..ensemble import TUNED_FORMAT, TunedMatcher, current_tuned_dir, tuned_embedder, tuned_root
 from ._certify import certifiable_traffic
 from ._pair_features import EntryTexts, PairFeatures, pair_features
-from ._serving import tuned_embedder
 from ._split import TuneSplit, query_key, split_for_tuning
 from ._tune import (
     TooLittleDataError,

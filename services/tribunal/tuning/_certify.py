@@ -17,7 +17,7 @@ from typing import Any
 
 from ..confidence import Traffic
 from ..core import FailedPreconditionError
-from ._artifact import TunedMatcher
+from ..ensemble import TunedMatcher
 from ._split import query_key
 
 __all__ = ["certifiable_traffic"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from ._artifact import TunedMatcher
+from ._tuned_artifact import TunedMatcher
 
 if TYPE_CHECKING:
     from ..core import Settings
