@@ -558,9 +558,11 @@ def oversize(seed: Message, rng: random.Random, settings: Settings, number: int)
                 if template is not None:
                     item.CopyFrom(template)
             else:
-                container.append(template if template is not None else "x")
+                blank = b"x" if field.type == FieldDescriptor.TYPE_BYTES else "x"
+                container.append(template if template is not None else blank)
     else:
-        setattr(target, field.name, "y" * (limit + 1 + rng.randint(0, limit)))
+        filler = b"y" if field.type == FieldDescriptor.TYPE_BYTES else "y"
+        setattr(target, field.name, filler * (limit + 1 + rng.randint(0, limit)))
     return request
 
 

@@ -63,7 +63,9 @@ def test_fixed_count_turns_autoscaling_off_and_back() -> None:
     fixed = apply_scale(_config(), ScaleRequest("gateway", replicas=3))
     entry = fixed["applications"][2]["deployments"][0]
     assert entry["num_replicas"] == 3
-    assert "autoscaling_config" not in entry
+    # Explicitly null: the application's code sets its own autoscaling, which would
+    # otherwise override a plain replica count.
+    assert entry["autoscaling_config"] is None
     validate_with_serve_schema(fixed)
     back = apply_scale(fixed, ScaleRequest("gateway", min_replicas=0, max_replicas=2))
     entry = back["applications"][2]["deployments"][0]
@@ -102,7 +104,9 @@ def test_an_application_without_a_deployment_entry_gets_one() -> None:
     after = apply_scale(
         config, ScaleRequest("retrieval", replicas=2), deployment_names=["retrieval"]
     )
-    assert after["applications"][0]["deployments"] == [{"name": "retrieval", "num_replicas": 2}]
+    assert after["applications"][0]["deployments"] == [
+        {"name": "retrieval", "num_replicas": 2, "autoscaling_config": None}
+    ]
 
 
 def _details() -> dict[str, Any]:
