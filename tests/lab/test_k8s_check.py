@@ -214,7 +214,10 @@ def _kb_key_mounts(
 
 
 def _settings(docs: list[dict[str, Any]]) -> dict[str, str]:
-    return next(d for d in docs if d["metadata"]["name"] == "tribunal-settings")["data"]
+    data: dict[str, str] = next(d for d in docs if d["metadata"]["name"] == "tribunal-settings")[
+        "data"
+    ]
+    return data
 
 
 @pytest.mark.parametrize(
