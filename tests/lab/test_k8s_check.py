@@ -179,3 +179,129 @@ def test_k8s_folder_is_what_the_chart_generates() -> None:
         if not path.is_file() or path.read_text(encoding="utf-8") != text
     ]
     assert not stale, f"run `make k8s-manifests`: {stale}"
+
+
+_PEM = (
+    "-----BEGIN PUBLIC KEY-----\n"
+    "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n"
+    "-----END PUBLIC KEY-----\n"
+)
+
+
+def _kb_keys(**given: Any) -> dict[str, Any]:
+    return {
+        "kbTrustedKeys": {
+            "existingConfigMap": "",
+            "existingSecret": "",
+            "publicKeys": {},
+            **given,
+        }
+    }
+
+
+def _kb_key_mounts(
+    docs: list[dict[str, Any]], group: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    service = next(d for d in docs if d["kind"] == "RayService")
+    spec = next(
+        g["template"]["spec"]
+        for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+        if g["groupName"] == group
+    )
+    volumes = [v for v in spec["volumes"] if v["name"] == "kb-trusted-keys"]
+    mounts = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "kb-trusted-keys"]
+    return volumes, mounts
+
+
+def _settings(docs: list[dict[str, Any]]) -> dict[str, str]:
+    data: dict[str, str] = next(d for d in docs if d["metadata"]["name"] == "tribunal-settings")[
+        "data"
+    ]
+    return data
+
+
+@pytest.mark.parametrize(
+    ("given", "source"),
+    [
+        ({"publicKeys": {"kb-19b2ea9bd1c8f0aa": _PEM}}, {"configMap": "tribunal-kb-trusted-keys"}),
+        ({"existingConfigMap": "writer-keys"}, {"configMap": "writer-keys"}),
+        ({"existingSecret": "writer-keys"}, {"secret": "writer-keys"}),
+    ],
+    ids=["public-keys", "existing-configmap", "existing-secret"],
+)
+def test_kb_public_keys_are_mounted_where_the_gateway_runs(
+    given: dict[str, Any], source: dict[str, str]
+) -> None:
+    # The gateway runs on the gpu group here, so the mount must follow it there.
+    values = _kb_keys(**given)
+    values["serve"] = {"applications": {"gateway": {"workerGroup": "gpu"}}}
+    docs = render_chart(values)
+    assert _settings(docs)["TRIBUNAL_GATEWAY__KB_TRUSTED_KEYS"] == "/etc/tribunal/kb-trusted"
+    config = yaml.safe_load(
+        next(d for d in docs if d["kind"] == "RayService")["spec"]["serveConfigV2"]
+    )
+    gateway = next(a for a in config["applications"] if a["name"] == "gateway")
+    assert gateway["deployments"][0]["ray_actor_options"]["resources"] == {
+        "tribunal_group_gpu": 0.001
+    }
+    for group in ("gpu", "cpu"):
+        volumes, mounts = _kb_key_mounts(docs, group)
+        assert mounts == [
+            {"name": "kb-trusted-keys", "mountPath": "/etc/tribunal/kb-trusted", "readOnly": True}
+        ]
+        [volume] = volumes
+        kind, name = next(iter(source.items()))
+        if kind == "secret":
+            assert volume["secret"] == {"secretName": name, "defaultMode": 0o444}
+        else:
+            assert volume["configMap"] == {"name": name, "defaultMode": 0o444}
+    made = [d for d in docs if d["metadata"]["name"] == "tribunal-kb-trusted-keys"]
+    if "publicKeys" in given:
+        assert made[0]["kind"] == "ConfigMap"
+        assert made[0]["data"] == {"kb-19b2ea9bd1c8f0aa.pub": _PEM}
+    else:
+        assert made == []
+    # The writer's private key is never part of what the chart deploys.
+    text = yaml.safe_dump_all(docs)
+    for private in ("kb-signing.key", "SIGNING_KEY_FILE", "signing_key_file", "PRIVATE KEY"):
+        assert private not in text
+
+
+def test_without_kb_public_keys_nothing_is_mounted() -> None:
+    docs = render_chart(None)
+    assert "TRIBUNAL_GATEWAY__KB_TRUSTED_KEYS" not in _settings(docs)
+    assert _kb_key_mounts(docs, "cpu") == ([], [])
+    text = yaml.safe_dump_all(docs)
+    assert "kb-signing.key" not in text
+    assert "SIGNING_KEY_FILE" not in text
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            _kb_keys(publicKeys={"kb-1": "-----BEGIN PRIVATE KEY-----\nMC4=\n"}),
+            "kbTrustedKeys.publicKeys.kb-1 is a private key",
+        ),
+        (_kb_keys(publicKeys={"kb-1": "ssh-ed25519 AAAA"}), "is not a PEM public key"),
+        (
+            _kb_keys(existingSecret="a", existingConfigMap="b"),
+            "set one of kbTrustedKeys.existingConfigMap, kbTrustedKeys.existingSecret",
+        ),
+        (
+            {"settings": {"TRIBUNAL_RETRIEVAL__SIGNING_KEY_FILE": "/data/k"}},
+            "/settings",
+        ),
+        (_kb_keys(publicKeys={"../etc": _PEM}), "'../etc' does not match pattern"),
+    ],
+    ids=["private-key", "not-pem", "two-sources", "signing-key-setting", "bad-name"],
+)
+def test_kb_keys_refuse_private_keys_and_ambiguity(
+    values: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken-values.yaml"
+    broken.write_text(yaml.safe_dump(values))
+    code = k8s_check.main(["--only-values", "--values", str(broken)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert message in out, out

@@ -51,6 +51,37 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (printf "%s-credentials" (include "tribunal.fullname" .)) .Values.credentials.existingSecret -}}
 {{- end -}}
 
+{{/* Where the KB writer's public keys come from: "configMap:NAME", "secret:NAME" or
+nothing. Fails on more than one source, and on a value that is not a PEM public key (a
+private key must never reach the serving pods). */}}
+{{- define "tribunal.kbTrustedKeys" -}}
+{{- $keys := .Values.kbTrustedKeys -}}
+{{- $given := list -}}
+{{- range $field := list "existingConfigMap" "existingSecret" "publicKeys" -}}
+{{- if index $keys $field -}}
+{{- $given = append $given (printf "kbTrustedKeys.%s" $field) -}}
+{{- end -}}
+{{- end -}}
+{{- if gt (len $given) 1 -}}
+{{- fail (printf "set one of %s, not several: they are the one folder of trusted KB public keys" (join ", " $given)) -}}
+{{- end -}}
+{{- range $name, $pem := $keys.publicKeys -}}
+{{- if contains "PRIVATE KEY" $pem -}}
+{{- fail (printf "kbTrustedKeys.publicKeys.%s is a private key: give the public key only (the KB's writer keeps its private key outside the cluster; docs/security.md)" $name) -}}
+{{- end -}}
+{{- if not (contains "-----BEGIN PUBLIC KEY-----" $pem) -}}
+{{- fail (printf "kbTrustedKeys.publicKeys.%s is not a PEM public key (-----BEGIN PUBLIC KEY-----): copy a .pub file of the writer's trusted keys folder" $name) -}}
+{{- end -}}
+{{- end -}}
+{{- if $keys.existingConfigMap -}}
+{{- printf "configMap:%s" $keys.existingConfigMap -}}
+{{- else if $keys.existingSecret -}}
+{{- printf "secret:%s" $keys.existingSecret -}}
+{{- else if $keys.publicKeys -}}
+{{- printf "configMap:%s-kb-trusted-keys" (include "tribunal.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The Ray custom resource a worker group advertises; applications request it. */}}
 {{- define "tribunal.groupResource" -}}
 {{- printf "tribunal_group_%s" . | replace "-" "_" -}}
@@ -201,6 +232,22 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
     secretName: {{ include "tribunal.credentialsSecret" .root }}
     # 0440 (read for the owner and the pod's fsGroup only).
     defaultMode: 288
+{{- $kbKeys := include "tribunal.kbTrustedKeys" .root }}
+{{- if $kbKeys }}
+# The KB writer's public keys only (gateway.kb_trusted_keys); kubelet refreshes them.
+- name: kb-trusted-keys
+{{- if hasPrefix "secret:" $kbKeys }}
+  secret:
+    secretName: {{ trimPrefix "secret:" $kbKeys }}
+    # 0444: public keys.
+    defaultMode: 292
+{{- else }}
+  configMap:
+    name: {{ trimPrefix "configMap:" $kbKeys }}
+    # 0444: public keys.
+    defaultMode: 292
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{- define "tribunal.volumeMounts" -}}
@@ -215,6 +262,11 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
 - name: credentials
   mountPath: /etc/tribunal/credentials
   readOnly: true
+{{- if include "tribunal.kbTrustedKeys" . }}
+- name: kb-trusted-keys
+  mountPath: /etc/tribunal/kb-trusted
+  readOnly: true
+{{- end }}
 {{- end -}}
 
 {{/* Copy the weights baked into the image (the tiny profile's) into the model volume,

@@ -40,10 +40,16 @@ K8S = REPO / "k8s"
 RELEASE = "tribunal"
 # Plain manifests read their settings Secret by this name (docs/operations.md: how to create it),
 # and their credentials from a Secret the operator makes (docs/security.md): a generated one
-# would hold new random tokens at every render.
+# would hold new random tokens at every render; the KB writer's public keys from a ConfigMap
+# the operator makes (without them every answer falls back).
 _PLAIN_VALUES: dict[str, Any] = {
     "secrets": {"existingSecret": "tribunal-secrets"},
     "credentials": {"existingSecret": "tribunal-credentials", "generate": False},
+    "kbTrustedKeys": {
+        "existingConfigMap": "tribunal-kb-trusted-keys",
+        "existingSecret": "",
+        "publicKeys": {},
+    },
 }
 
 
@@ -192,6 +198,7 @@ def generate_k8s(root: Path = K8S) -> dict[Path, str]:
         merged = {**overlay_values, "secrets": {**overlay_values.get("secrets", {})}}
         merged["secrets"].setdefault("existingSecret", "tribunal-secrets")
         merged.setdefault("credentials", _PLAIN_VALUES["credentials"])
+        merged.setdefault("kbTrustedKeys", _PLAIN_VALUES["kbTrustedKeys"])
         docs = plain(render_chart(merged))
         wanted = {resource_key(d): d for d in docs}
         kustomization: dict[str, Any] = {
@@ -238,6 +245,7 @@ def expected_overlay(values_set: ValuesSet) -> list[dict[str, Any]]:
     merged = {**overlay_values, "secrets": {**overlay_values.get("secrets", {})}}
     merged["secrets"].setdefault("existingSecret", "tribunal-secrets")
     merged.setdefault("credentials", _PLAIN_VALUES["credentials"])
+    merged.setdefault("kbTrustedKeys", _PLAIN_VALUES["kbTrustedKeys"])
     docs = plain(render_chart(merged if values_set.overlay else _PLAIN_VALUES))
     if values_set.overlay:
         for doc in docs:
