@@ -353,7 +353,8 @@ class LiveMonitor:
             and previous.calibrator_version == calibrator_version
             and previous.shift_warning
         )
-        if self.settings.restart_on_shift and shift is not None and shift.warning and not warned_before:
+        warns = shift is not None and shift.warning
+        if self.settings.restart_on_shift and warns and not warned_before:
             return SHIFT
         every = self.settings.restart_every
         if every:
