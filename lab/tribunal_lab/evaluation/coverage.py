@@ -80,6 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--base", default=None, help="tribunal tune --base (default: the matcher's embedder)"
     )
     parser.add_argument("--delta", type=float, default=None, help="default: the profile's")
+    parser.add_argument(
+        "--holdout-fraction",
+        type=float,
+        default=0.1,
+        help="tribunal calibrate --holdout-fraction (0.1: the test split is the held-out "
+        "report here, so calibration keeps more queries to certify on)",
+    )
     parser.add_argument("--reuse", action="store_true", help="reuse recorded signals and tunes")
     parser.add_argument("--out", type=Path, default=Path(".build/eval/coverage"))
 
@@ -167,6 +174,7 @@ def _certify(  # noqa: PLR0917 - one call site, every argument named by its role
     test: Any,
     test_observed: list[Any],
     delta: float | None,
+    holdout_fraction: float,
 ) -> list[dict[str, Any]]:
     """Per risk-control method: ``tribunal calibrate``'s fit and certificate, then the
     test split decided as the gateway decides."""
@@ -177,7 +185,11 @@ def _certify(  # noqa: PLR0917 - one call site, every argument named by its role
     everything = np.arange(len(test), dtype=np.int64)
     for method in RISK_METHODS:
         config = CalibrationConfig.from_settings(
-            settings.confidence, method=method, alphas=ALPHAS, delta=delta
+            settings.confidence,
+            method=method,
+            alphas=ALPHAS,
+            delta=delta,
+            holdout_fraction=holdout_fraction,
         )
         result = calibrate(traffic, observed, config, binding)
         confidence, right, _ = decisions(
@@ -287,7 +299,21 @@ def _condition(
         stored.write_text(json.dumps(record, indent=1) + "\n")
     record["matcher"] = binding.matcher
     record["calibration_queries"] = len(traffic)
-    record["rows"] = _certify(settings, traffic, observed, binding, test, test_observed, args.delta)
+    # Queries a stage failed on (no candidate: never answered); 0 unless the machine stalls.
+    record["without_candidates"] = {
+        "calibration": sum(1 for found in observed if not found),
+        "test": sum(1 for found in test_observed if not found),
+    }
+    record["rows"] = _certify(
+        settings,
+        traffic,
+        observed,
+        binding,
+        test,
+        test_observed,
+        args.delta,
+        args.holdout_fraction,
+    )
     return record
 
 
@@ -315,7 +341,13 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings(
             args.profile,
             data_dir=str(work / "data"),
-            gateway={**base.gateway.model_dump(), "discovery": "in-process"},
+            # A loaded machine must not turn slow stages into fallbacks: the demo's caps.
+            gateway={
+                **base.gateway.model_dump(),
+                "discovery": "in-process",
+                "deadline_s": 1800.0,
+                "stage_timeout_s": dict.fromkeys(base.gateway.stage_timeout_s, 900.0),
+            },
         )
         begun = time.perf_counter()
         results.append(_condition(name, domain, settings, args, work))
