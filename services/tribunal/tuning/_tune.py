@@ -170,18 +170,18 @@ def _examples(
     negative: list[str] = []
     for i, query in enumerate(queries):
         hard = closest_other(query_vectors[i], right[i])
-        for j in np.flatnonzero(right[i]):
-            texts = phrasings[int(j)]
+        for column in np.flatnonzero(right[i]):
+            texts = phrasings[int(column)]
             anchor.append(query)
             positive.append(texts[int(rng.integers(len(texts)))])
             negative.append(hard)
     query_triples = len(anchor)
     alone = np.eye(len(phrasings), dtype=bool)
-    for j, texts in enumerate(phrasings):
-        for a, b in itertools.pairwise(texts):
-            anchor.append(a)
-            positive.append(b)
-            negative.append(closest_other(flat_vectors[flat.index(a)], alone[j]))
+    for entry, texts in enumerate(phrasings):
+        for first, second in itertools.pairwise(texts):
+            anchor.append(first)
+            positive.append(second)
+            negative.append(closest_other(flat_vectors[flat.index(first)], alone[entry]))
     phrasing_pairs = len(anchor) - query_triples
     # Entries that answer alike (named together in one train query's answers) are
     # positives of each other; their hard negative is the first query's.
