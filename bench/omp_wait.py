@@ -82,9 +82,8 @@ def main() -> int:
             for name, (env, threads) in CONFIGS.items():
                 rates[f"{name} | {kind}"].append(_run(env, threads, args.faq, args.texts, kind))
                 loads.append(os.getloadavg()[0])
-    print(
-        f"{args.texts} FAQ texts per run through MPNet; load average {min(loads):.1f}-{max(loads):.1f}"
-    )
+    spread = f"{min(loads):.1f}-{max(loads):.1f}"
+    print(f"{args.texts} FAQ texts per run through MPNet; load average {spread}")
     print("| configuration | texts | texts/s (mean of runs) | ratio to spin |")
     print("|---|---|---|---|")
     for kind in kinds:
