@@ -10,8 +10,6 @@ in the modules' docstrings; the simulation checks the code does what the proof s
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 from tribunal.confidence import (
@@ -252,7 +250,8 @@ def test_a_planned_start_survives_an_error_among_the_most_confident() -> None:
         chosen = select_threshold(scores, correct, alpha=0.1, delta=DELTA, method=method, plan=plan)
         assert chosen.threshold is not None
         assert chosen.accepted > 100
-        assert chosen.upper_bound is not None and chosen.upper_bound <= 0.1
+        assert chosen.upper_bound is not None
+        assert chosen.upper_bound <= 0.1
 
 
 def test_sgr_returns_nothing_when_every_tested_bound_is_above_alpha() -> None:

@@ -8,9 +8,9 @@ cached signals, so no model runs again.
 
 - ``covid``: the COVID FAQ (210 entries, ``faq`` format) and its 240 labelled user
   questions (``tribunal-lab dataset covid-traffic``: answer-equivalence labels).
-- ``banking77``: a banking FAQ of the 77 intents, one entry per intent with five
-  training phrasings (``question`` + ``questions``); the pool is queries of the test
-  split (never a KB phrasing) and 10% out-of-scope SQuAD questions.
+- ``banking77``: a banking FAQ of the 77 intents, five training phrasings of each as
+  entries with one answer (385 entries); the pool is 900 queries of the test split
+  (never a KB phrasing) and 100 out-of-scope SQuAD questions.
 """
 
 from __future__ import annotations
@@ -70,18 +70,23 @@ def banking77_domain(
     kb: list[dict[str, Any]] = []
     for intent in sorted(by_intent):
         phrasings = [by_intent[intent][i] for i in rng.permutation(len(by_intent[intent]))[:5]]
-        kb.append(
+        # One entry per phrasing, one answer text per intent: the gateway's margin treats
+        # entries with the same answer as one answer.
+        kb.extend(
             {
-                "id": f"b77-{intent}",
-                "question": phrasings[0],
-                "questions": phrasings[1:],
+                "id": f"b77-{intent}-{k}",
+                "question": phrasing,
                 "answer": f"{intent.replace('_', ' ').capitalize()}: see the help page.",
                 "metadata": {"intent": intent},
                 "chunks": [],
             }
+            for k, phrasing in enumerate(phrasings)
         )
     picked = [test[i] for i in rng.permutation(len(test))[:in_scope]]
-    pool = [{"query": r["query"], "answers": [f"b77-{r['intent']}"]} for r in picked]
+    pool = [
+        {"query": r["query"], "answers": [f"b77-{r['intent']}-{k}" for k in range(5)]}
+        for r in picked
+    ]
     squad = _jsonl(root / "squad-v1.1-dev" / "dev_flat.jsonl")
     questions = list(dict.fromkeys(row["question"] for row in squad))
     pool += [
@@ -220,9 +225,9 @@ def record_domain(
         kb_path = work / "banking77-kb.jsonl"
         _write_jsonl(kb_path, kb)
         if not cached_only:
-            _ingest(work, "banking77-faq", kb_path, "entries")
+            _ingest(work, "banking77-entries", kb_path, "entries")
         traffic, observed, binding = _observe_chunks(
-            settings, work, "banking77-faq", queries, cached_only=cached_only
+            settings, work, "banking77-entries", queries, cached_only=cached_only
         )
     else:
         raise SystemExit(f"unknown domain {name!r}; choose one of {', '.join(DOMAINS)}")

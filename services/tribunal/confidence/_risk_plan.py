@@ -43,9 +43,9 @@ __all__ = [
     "PLAN_SHARE",
     "Labelled",
     "max_errors_passing",
+    "pass_chances",
     "plan_and_test",
     "plan_grid",
-    "pass_chances",
     "plan_start",
 ]
 
@@ -106,7 +106,7 @@ def plan_and_test(
     if not 0.0 < share < 1.0:
         raise InvalidArgumentError(f"plan share must be in (0, 1), got {share}", field="plan")
     order = np.random.default_rng(seed).permutation(items.n)
-    cut = int(round(share * items.n))
+    cut = round(share * items.n)
     head, tail = np.sort(order[:cut]), np.sort(order[cut:])
     return (
         Labelled(items.confidence[head], items.correct[head]),
@@ -178,7 +178,7 @@ def pass_chances(
     for index, threshold in enumerate(grid):
         accepted, errors = plan.at(float(threshold))
         coverage[index] = accepted / plan.n if plan.n else 0.0
-        expected = int(round(coverage[index] * certify_items))
+        expected = round(coverage[index] * certify_items)
         if expected < 1:
             continue
         allowed = max_errors_passing(expected, alpha, delta, test)
@@ -213,9 +213,7 @@ def plan_start(
     """
     if not grid.size or not plan.n:
         return 0
-    coverage, chance = pass_chances(
-        plan, grid, certify_items, alpha=alpha, delta=delta, test=test
-    )
+    coverage, chance = pass_chances(plan, grid, certify_items, alpha=alpha, delta=delta, test=test)
     best, best_score = 0, -1.0
     for start in range(grid.size):
         reach = np.minimum.accumulate(chance[start:])

@@ -10,9 +10,9 @@ from ._audit import AuditSettings
 from ._choices import (
     AGGREGATOR_NAMES,
     CALIBRATOR_KINDS,
+    DEFAULT_RISK_METHOD,
     LABEL_MODES,
     PLAN_CALIBRATOR_KINDS,
-    DEFAULT_RISK_METHOD,
     RISK_METHOD_NAMES,
     AggregatorName,
     CalibratorKind,
@@ -37,9 +37,9 @@ from ._server import ServerSettings
 __all__ = [
     "AGGREGATOR_NAMES",
     "CALIBRATOR_KINDS",
+    "DEFAULT_RISK_METHOD",
     "LABEL_MODES",
     "PLAN_CALIBRATOR_KINDS",
-    "DEFAULT_RISK_METHOD",
     "RISK_METHOD_NAMES",
     "AggregatorName",
     "AuditSettings",
