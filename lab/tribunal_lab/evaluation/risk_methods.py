@@ -99,10 +99,35 @@ def _certify(
 def _real_splits(domain: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
     """One row per (split, method, α): certified?, test accepted / wrong / n."""
     from tribunal.confidence import make_calibrator
-    from tribunal.confidence._calibrate import _candidate_rows, decisions
+    from tribunal.confidence._calibrate import _candidate_rows
     from tribunal.confidence._traffic import split_traffic
 
     traffic, observed = domain.traffic, domain.observed
+    # Every candidate once, flat: the calibrator scores them all in one call per split,
+    # and each query's decision is its first best-scored candidate, as the gateway picks.
+    flat = [c.signals for candidates in observed for c in candidates]
+    right = np.array(
+        [
+            int(traffic.queries[q].is_right(c.entry_id))
+            for q, candidates in enumerate(observed)
+            for c in candidates
+        ],
+        dtype=np.int64,
+    )
+    starts = np.r_[0, np.cumsum([len(c) for c in observed])][:-1]
+
+    def decided(scores: NDArray[np.float64], rows: NDArray[np.int64]) -> tuple[Any, Any]:
+        confidence = np.zeros(rows.size)
+        correct = np.zeros(rows.size, dtype=np.int64)
+        for position, row in enumerate(rows):
+            count = len(observed[int(row)])
+            if not count:
+                continue  # no candidate: never accepted, counted wrong
+            first = int(starts[int(row)])
+            best = first + int(np.argmax(scores[first : first + count]))
+            confidence[position], correct[position] = scores[best], right[best]
+        return confidence, correct
+
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     for seed in range(args.splits):
@@ -111,9 +136,10 @@ def _real_splits(domain: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
         )
         signals, labels = _candidate_rows(traffic, observed, split.fit)
         calibrator = make_calibrator("monotone").fit(signals, labels)
-        fit = decisions(calibrator, traffic, observed, split.fit)[:2]
-        certify = decisions(calibrator, traffic, observed, split.risk)[:2]
-        test_conf, test_right = decisions(calibrator, traffic, observed, split.holdout)[:2]
+        scores = np.asarray(calibrator.predict(flat), dtype=np.float64)
+        fit = decided(scores, split.fit)
+        certify = decided(scores, split.risk)
+        test_conf, test_right = decided(scores, split.holdout)
         plan = fit if args.plan == "fit" else None
         # The population the certify part was drawn from: every query not fitted on.
         pop_conf = np.concatenate([certify[0], test_conf])
