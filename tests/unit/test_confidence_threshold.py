@@ -47,44 +47,56 @@ def test_fewest_accepted_that_can_pass() -> None:
     assert min_accepted_for(0.01, DELTA) == 230
 
 
-def test_lowest_threshold_whose_bound_is_below_alpha() -> None:
-    # Ranks 1–49 correct, rank 50 wrong. Below 45 accepted nothing can pass
-    # (1 − 0.1^(1/44) = 0.0510 > 0.05); 45..49 pass with no error; at 50 one error
-    # gives a bound of 0.0756 > 0.05, so the scan stops: the threshold is rank 49's
-    # confidence, (200 − 48) / 200 = 0.76, accepting 49 of 200.
-    confidence, correct = _ranked_set(200, wrong_at=[50, 150])
-    assert 1 - DELTA ** (1 / 44) > ALPHA >= 1 - DELTA ** (1 / 49)
-    assert _upper_one_error(50, DELTA) > ALPHA
-    chosen = select_risk_threshold(confidence, correct, alpha=ALPHA, delta=DELTA)
-    assert chosen.threshold == 0.76
-    assert (chosen.accepted, chosen.errors, chosen.n) == (49, 0, 200)
-    assert chosen.coverage == pytest.approx(49 / 200)
-    assert chosen.upper_bound == pytest.approx(1 - DELTA ** (1 / 49))
+# The plan (items the scan never tests): 100 ranked items, wrong at every other rank from
+# 60 on. It fixes the start: the grid point 0.48, where 105 of the 200 certify items are
+# accepted.
+PLAN = _ranked_set(100, wrong_at=list(range(60, 101, 2)))
 
 
-def test_the_scan_stops_at_the_first_failure() -> None:
-    # One error at rank 46: accepting all 200 would pass on its own (bound 0.0194),
-    # but the test at 46 failed first, and testing on would void the guarantee.
-    confidence, correct = _ranked_set(200, wrong_at=[46])
-    assert _upper_one_error(46, DELTA) > ALPHA > _upper_one_error(200, DELTA)
-    chosen = select_risk_threshold(confidence, correct, alpha=ALPHA, delta=DELTA)
-    assert chosen.threshold == (200 - 44) / 200
-    assert chosen.accepted == 45
+def _reference_scan(
+    confidence: np.ndarray, correct: np.ndarray, start: float, alpha: float
+) -> tuple[float | None, int, int]:
+    """The scan written out plainly: the start, then every distinct value below it."""
+    chosen: tuple[float | None, int, int] = (None, 0, 0)
+    for threshold in [start, *sorted({c for c in confidence if c < start}, reverse=True)]:
+        accepted = confidence >= threshold
+        errors = int((accepted & (correct == 0)).sum())
+        if clopper_pearson_upper(errors, int(accepted.sum()), DELTA) > alpha:
+            break
+        chosen = (float(threshold), int(accepted.sum()), errors)
+    return chosen
 
 
-def test_a_larger_alpha_needs_fewer_items() -> None:
-    # α = 0.10: 22 accepted with no error suffice (1 − 0.1^(1/22) = 0.0994); one error
-    # at rank 30 gives a bound of 0.123 > 0.10, so the threshold is rank 29's confidence.
-    confidence, correct = _ranked_set(200, wrong_at=[30, 31, 32])
-    assert _upper_one_error(30, DELTA) > 0.10 >= 1 - DELTA ** (1 / 29)
-    chosen = select_risk_threshold(confidence, correct, alpha=0.10, delta=DELTA)
-    assert chosen.threshold == (200 - 28) / 200
-    assert (chosen.accepted, chosen.errors) == (29, 0)
+def test_the_scan_starts_at_the_planned_start_and_stops_at_the_first_failure() -> None:
+    # Ranks 106–110 wrong, just under the start: the start (105 accepted, none wrong)
+    # passes, the scan goes down one value at a time and stops at the third error (3 in
+    # 108: bound 0.061 > 0.05). Accepting all 200 would pass on its own (5 errors: bound
+    # 0.046), but testing past the failure would void the guarantee.
+    confidence, correct = _ranked_set(200, wrong_at=list(range(106, 111)))
+    chosen = select_risk_threshold(confidence, correct, alpha=ALPHA, delta=DELTA, plan=PLAN)
+    assert _reference_scan(confidence, correct, 0.48, ALPHA) == (
+        chosen.threshold,
+        chosen.accepted,
+        chosen.errors,
+    )
+    assert (chosen.threshold, chosen.accepted, chosen.errors, chosen.n) == (0.47, 107, 2, 200)
+    assert chosen.upper_bound == pytest.approx(clopper_pearson_upper(2, 107, DELTA))
+    assert clopper_pearson_upper(3, 108, DELTA) > ALPHA > clopper_pearson_upper(5, 200, DELTA)
+
+
+def test_errors_above_the_start_do_not_end_the_scan_on_their_own() -> None:
+    # One error at rank 10 ends a scan that starts at the fewest items that could pass
+    # (45 at α = 0.05); from the planned start it is one error among 105.
+    confidence, correct = _ranked_set(200, wrong_at=[10])
+    chosen = select_risk_threshold(confidence, correct, alpha=ALPHA, delta=DELTA, plan=PLAN)
+    assert (chosen.threshold, chosen.accepted, chosen.errors) == (0.005, 200, 1)
+    assert chosen.upper_bound == pytest.approx(_upper_one_error(200, DELTA))
 
 
 def test_no_threshold_qualifies_so_nothing_is_accepted() -> None:
-    confidence, correct = _ranked_set(200, wrong_at=[10])
-    chosen = select_risk_threshold(confidence, correct, alpha=ALPHA, delta=DELTA)
+    # Ranks 1–10 all wrong: the start's 105 items hold 10 errors (bound 0.14 > 0.05).
+    confidence, correct = _ranked_set(200, wrong_at=list(range(1, 11)))
+    chosen = select_risk_threshold(confidence, correct, alpha=ALPHA, delta=DELTA, plan=PLAN)
     assert chosen.threshold is None
     assert (chosen.accepted, chosen.coverage, chosen.upper_bound) == (0, 0.0, None)
     assert decide(1.0, chosen.threshold) is Decision.FALLBACK
@@ -95,13 +107,15 @@ def test_no_threshold_qualifies_so_nothing_is_accepted() -> None:
 
 
 def test_ties_are_accepted_together() -> None:
-    # 60 items tied at 0.9 (one wrong), then 100 correct at distinct lower values.
+    # 60 items tied at 0.9 (one wrong), then 100 right at distinct lower values.
     confidence = np.concatenate([np.full(60, 0.9), np.linspace(0.8, 0.1, 100)])
     correct = np.ones(160, dtype=np.int64)
     correct[59] = 0
-    chosen = select_risk_threshold(confidence, correct, alpha=0.10, delta=DELTA)
-    assert chosen.accepted == 160  # 1 error in 160: bound 0.024
-    only_ties = select_risk_threshold(confidence[:60], correct[:60], alpha=0.10, delta=DELTA)
+    chosen = select_risk_threshold(confidence, correct, alpha=0.10, delta=DELTA, plan=PLAN)
+    assert (chosen.accepted, chosen.errors) == (160, 1)  # bound 0.024
+    only_ties = select_risk_threshold(
+        confidence[:60], correct[:60], alpha=0.10, delta=DELTA, plan=(np.full(20, 0.9), np.ones(20))
+    )
     assert (only_ties.threshold, only_ties.accepted, only_ties.errors) == (0.9, 60, 1)
 
 

@@ -53,6 +53,11 @@ EVALUATIONS: dict[str, tuple[str, str]] = {
         "KB-entry matching from embedder cosines + token overlap (no LLM): fit on a selection "
         "half and report on the test half, or score a given matcher on a labelled file (--data)",
     ),
+    "risk-methods": (
+        "tribunal_lab.evaluation.risk_methods",
+        "the risk-control methods over many calibration/test splits of recorded COVID and "
+        "BANKING77 signals and synthetic laws: certified coverage and realized rate per alpha",
+    ),
     "sweep": (
         "tribunal_lab.evaluation.sweep",
         "prompt variants x models of the yes/no judges: calibrated, selected on one split, "

@@ -11,9 +11,10 @@ Framework-free (no grpc, no ray): :mod:`.servicer` adapts it to gRPC and
   :class:`IsotonicCalibrator` and :class:`TemperatureCalibrator` (one score).
 - Risk control (:data:`RISK_METHODS`, :func:`select_threshold`) — the lowest
   threshold whose hallucination rate P(wrong | accepted) is ≤ α with probability
-  ≥ 1 − δ: fixed-sequence Clopper–Pearson (:func:`select_risk_threshold`),
-  Learn-then-Test (:func:`learn_then_test_threshold`), SGR (:func:`sgr_threshold`);
-  :func:`acceptance_outcome` for plain thresholds.
+  ≥ 1 − δ, each test planned on items it never reads (:class:`Plan`): fixed-sequence
+  Clopper–Pearson (:func:`select_risk_threshold`), Learn-then-Test
+  (:func:`learn_then_test_threshold`), SGR; :func:`acceptance_outcome` for plain
+  thresholds.
 - :func:`fit_artifact` / :class:`CalibratorArtifact` — fit, save, load a
   versioned artifact; :func:`evaluate_artifacts` — held-out report.
 - :func:`calibrate` — labelled traffic's candidate signals in, an artifact bound to
@@ -38,14 +39,12 @@ from ._fitting import FitConfig, fit_artifact
 from ._kinds import make_calibrator
 from ._learn_then_test import (
     binomial_p_value,
-    count_grid,
     hoeffding_bentkus_p_value,
     learn_then_test_threshold,
-    predicted_start,
     start_count,
     threshold_grid,
 )
-from ._risk_control import RISK_METHODS, RiskMethod, select_threshold
+from ._risk_control import DEFAULT_RISK_METHOD, RISK_METHODS, Plan, RiskMethod, select_threshold
 from ._scorer import (
     ConfidenceScorer,
     RequestVersions,
@@ -58,6 +57,7 @@ from ._threshold import clopper_pearson_upper
 from ._traffic import LabelledQuery, Traffic, read_traffic
 
 __all__ = [
+    "DEFAULT_RISK_METHOD",
     "RISK_METHODS",
     "AnswerClasses",
     "CalibrationBinding",
@@ -71,6 +71,7 @@ __all__ = [
     "LabelledQuery",
     "LabelledSignals",
     "ObservedCandidate",
+    "Plan",
     "RequestVersions",
     "ReviewedLink",
     "RiskMethod",
@@ -83,7 +84,6 @@ __all__ = [
     "calibration_markdown",
     "candidate_links",
     "clopper_pearson_upper",
-    "count_grid",
     "default_artifact_path",
     "embedder_version",
     "evaluate_artifacts",
@@ -94,7 +94,6 @@ __all__ = [
     "learn_then_test_threshold",
     "make_calibrator",
     "markdown_report",
-    "predicted_start",
     "read_labelled_signals",
     "read_traffic",
     "select_risk_threshold",

@@ -11,7 +11,8 @@ candidate's entry id and :class:`Signals`, in the gateway's order. Then:
 3. on each risk query the gateway's decision is replayed — the candidate with
    the highest confidence, right if its entry answers the query — and one
    threshold per α is certified on those decisions with the chosen
-   risk-control method (the calibrator never saw them);
+   risk-control method (the calibrator never saw them), which plans what it tests
+   (grid, start) on the fit queries' decisions;
 4. the held-out queries, used for nothing above, report what each threshold
    then does: accepted, wrong, coverage, and the whole hallucination-rate vs
    coverage curve.
@@ -249,9 +250,17 @@ def calibrate(
     calibrator.fit(fit_signals, fit_labels)
 
     risk_conf, risk_right, _ = decisions(calibrator, traffic, observed, split.risk)
+    # The risk-control test is planned (grid, start) on the fit queries' decisions: items
+    # it never reads, so what it tests is fixed before the certify labels are read.
+    plan_conf, plan_right, _ = decisions(calibrator, traffic, observed, split.fit)
     thresholds = tuple(
         select_threshold(
-            risk_conf, risk_right, alpha=alpha, delta=config.delta, method=config.method
+            risk_conf,
+            risk_right,
+            alpha=alpha,
+            delta=config.delta,
+            method=config.method,
+            plan=(plan_conf, plan_right),
         )
         for alpha in config.alphas
     )

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..core import InvalidArgumentError
+from ..core.settings import DEFAULT_RISK_METHOD
 from ._artifact import CalibratorArtifact
 from ._calibrators import CalibratorKind
 from ._data import LabelledSignals, split_rows
@@ -36,7 +37,7 @@ class FitConfig:
     """Share of the calibration rows used to select thresholds (the rest fit the calibrator)."""
     seed: int = 0
     """Seed of the stratified split."""
-    method: str = "clopper-pearson"
+    method: str = DEFAULT_RISK_METHOD
     """Risk-control method selecting the thresholds (``RISK_METHODS``)."""
 
     def __post_init__(self) -> None:

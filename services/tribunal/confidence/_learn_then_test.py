@@ -1,20 +1,32 @@
-"""Learn-then-Test: binomial p-values on a label-free grid, tested in fixed sequence.
+"""Learn-then-Test: binomial p-values on a planned grid, tested in fixed sequence.
 
 Learn-then-Test (Angelopoulos, Bates, Candès, Jordan & Lei, 2021) turns risk
-control into multiple testing: each threshold λ of a sequence fixed *before any
-label is read* is a null hypothesis H_λ: "P(wrong | confidence ≥ λ) > α", with a
-p-value from the calibration items accepted at λ. The sequence is tested from
-its most conservative threshold down (fixed-sequence testing); the scan stops at
-the first p-value above δ and the lowest threshold rejected is returned.
+control into multiple testing: each threshold λ of a grid is a null hypothesis
+H_λ: "P(wrong | confidence ≥ λ) > α", with a p-value from the certify items
+accepted at λ. The grid is tested from its start down (fixed-sequence testing);
+the scan stops at the first p-value above δ and the lowest threshold rejected is
+returned.
 
-**Guarantee.** If the calibration items and future traffic are exchangeable
-(i.i.d. from one distribution) and the calibrator was not fitted on the
-calibration items, then with probability ≥ 1 − δ over the calibration draw the
-returned λ̂ satisfies P(wrong | confidence ≥ λ̂) ≤ α on future traffic (indeed
-every tested threshold above it does too).
+**The grid and the start come from the plan** (:mod:`._risk_plan`): labelled
+items the test never reads — the calibrator's fit queries in ``tribunal
+calibrate``, else a seeded 30% of the items handed in. The grid is the plan's
+confidences, one every 2% of its items; the start is the grid point where the
+plan predicts the most certified coverage.
 
-**p-values.** Given the k calibration items accepted at λ, their errors e are
-Binomial(k, r(λ)), r(λ) the true hallucination rate, so
+**Guarantee.** If the certify items and future traffic are exchangeable (i.i.d.
+from one distribution) and neither the calibrator nor the plan used the certify
+items, then with probability ≥ 1 − δ over the certify draw the returned λ̂
+satisfies P(wrong | confidence ≥ λ̂) ≤ α on future traffic. Proof: given the plan,
+the grid λ₁ > λ₂ > … and the start s are constants. Given the number n_j of
+certify items accepted at λ_j, their errors are Binomial(n_j, r(λ_j)) exactly, so
+p_j is a valid p-value for H_{λ_j}: P(p_j ≤ δ) ≤ δ when r(λ_j) > α. In a fixed
+sequence that stops at its first non-rejection, a false rejection needs the first
+true null of the sequence, a fixed hypothesis, to be rejected — probability ≤ δ.
+Every threshold the scan passed, the returned one included, then has rate ≤ α.
+No monotonicity of the rate in λ is assumed.
+
+**p-values.** Given the k certify items accepted at λ, their errors e are
+Binomial(k, r(λ)), so
 
 - ``binomial``: p = P(Binomial(k, α) ≤ e), exact for a 0/1 loss (rejecting
   when p ≤ δ is the same as the Clopper–Pearson bound being ≤ α);
@@ -22,29 +34,8 @@ Binomial(k, r(λ)), r(λ) the true hallucination rate, so
   r̂ = e / k and h the Bernoulli KL divergence (Bates et al., 2021). Valid for
   any loss in [0, 1]; for a 0/1 loss it is never smaller than the binomial one.
 
-**The grid: steps of accepted items, not of confidence.** The thresholds are the
-confidences of the k-th most confident calibration item for k = k₀, k₀ + s,
-k₀ + 2s, … (s = ``grid_step`` · n, at least 1). A grid of fixed confidence steps
-(0.98, 0.96, …) is placed where the calibrator's confidences happen not to be:
-when they bunch (a calibrator that puts most right answers at 0.6–0.7), one
-0.02 step jumps from 40 accepted items to 110 and tests only the latter, where
-a few errors already fail it. Steps of accepted items test every region the
-data covers at the same resolution. The grid reads only the confidences.
-
-**Where the sequence starts.** Starting at the very top (the fewest items that
-could pass, :func:`~tribunal.confidence.min_accepted_for`) is the most
-conservative start, but then one wrong answer among the 22 most confident (at
-α = δ = 0.1) ends the scan with nothing certified; starting lower survives a few
-errors but dies when the calibration set cannot reach that start. So the start
-is the grid point the *calibrator itself* predicts most likely to pass: the
-confidences are the calibrator's P(correct), so the expected number of errors
-among the top k is Σ (1 − confidence); the start is the k ≥ k₀ maximising the
-Poisson probability that the errors stay at or below the most the test at k
-allows. It reads confidences only, never a label, so the sequence is still fixed
-before any label is read; thresholds above it are not tested. ``start="top"``
-starts at the most conservative point instead. On seeded simulations (the
-tests) and on COVID and BANKING77 traffic (docs/confidence.md) the predicted
-start certifies the most coverage; the validity simulation covers both starts.
+:func:`threshold_grid` and :func:`start_count` are the fixed confidence grid and
+start count that labelling plans test.
 """
 
 from __future__ import annotations
@@ -57,33 +48,21 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ..core import InvalidArgumentError
-from ._threshold import (
-    AcceptanceCurve,
-    RiskThreshold,
-    _rate,
-    clopper_pearson_upper,
-    min_accepted_for,
-)
+from ._risk_plan import DEFAULT_GRID_STEP, plan_and_test, plan_grid, plan_start
+from ._threshold import RiskThreshold, _rate, clopper_pearson_upper, min_accepted_for
 
 __all__ = [
     "DEFAULT_GRID_STEP",
     "DEFAULT_TOLERANCE",
-    "LttStart",
     "PValue",
     "binomial_p_value",
-    "count_grid",
     "hoeffding_bentkus_p_value",
     "learn_then_test_threshold",
-    "predicted_start",
     "start_count",
     "threshold_grid",
 ]
 
 PValue = Literal["binomial", "hoeffding-bentkus"]
-LttStart = Literal["predicted", "top"]
-DEFAULT_GRID_STEP = 0.02
-"""Spacing of Learn-then-Test's grid, as a share of the calibration items (and of the
-fixed confidence grid :func:`threshold_grid` that labelling plans test)."""
 DEFAULT_TOLERANCE = 0.25
 """Error rate, as a share of α, the first tested grid point must be able to absorb."""
 
@@ -122,56 +101,6 @@ def _hb_upper(errors: int, accepted: int, delta: float) -> float:
         else:
             low = middle
     return high
-
-
-def _max_errors_passing(
-    accepted: NDArray[np.int64], alpha: float, delta: float
-) -> NDArray[np.int64]:
-    """For each count k, the most errors whose binomial test still rejects (−1: none)."""
-    # P(Binomial(k, α) ≤ e) ≤ δ holds up to just below the δ-quantile; fixed up exactly.
-    errors = np.asarray(stats.binom.ppf(delta, accepted, alpha), dtype=np.int64)
-    for _ in range(3):
-        over = (errors >= 0) & (stats.binom.cdf(errors, accepted, alpha) > delta)
-        errors = errors - over
-    for _ in range(3):
-        under = stats.binom.cdf(errors + 1, accepted, alpha) <= delta
-        errors = errors + under
-    return errors
-
-
-def predicted_start(
-    confidence: NDArray[np.float64], alpha: float, delta: float, grid: NDArray[np.int64]
-) -> int:
-    """Index into ``grid`` (accepted counts) where the sequence starts: the point the
-    confidences, read as the calibrator's P(correct), predict most likely to pass.
-
-    The expected errors among the k most confident items are Σ (1 − confidence); the
-    chance they stay within the most the test at k allows is taken as Poisson. Reads
-    no label. The first point when none can pass.
-    """
-    if not grid.size:
-        return 0
-    ordered = np.sort(np.clip(confidence, 0.0, 1.0))[::-1]
-    expected = np.cumsum(1.0 - ordered)[grid - 1]
-    allowed = _max_errors_passing(grid, alpha, delta)
-    chance = np.where(allowed >= 0, stats.poisson.cdf(allowed, expected), -1.0)
-    return int(np.argmax(chance))  # the first of equal chances: the most conservative
-
-
-def count_grid(
-    n: int, alpha: float, delta: float, step: float = DEFAULT_GRID_STEP
-) -> NDArray[np.int64]:
-    """Accepted counts Learn-then-Test tests: k₀, k₀ + s, …, ≤ ``n`` (k₀ the fewest that
-    could pass, s = ⌈step·n⌉ ≥ 1); empty when ``n`` < k₀.
-
-    Raises:
-        InvalidArgumentError: ``step`` not in (0, 0.5].
-    """
-    if not (math.isfinite(step) and 0.0 < step <= 0.5):
-        raise InvalidArgumentError(f"grid step must be in (0, 0.5], got {step}", field="grid_step")
-    first = min_accepted_for(alpha, delta)
-    stride = max(1, math.ceil(step * n))
-    return np.arange(first, n + 1, stride, dtype=np.int64)
 
 
 def start_count(alpha: float, delta: float, n: int, tolerance: float = DEFAULT_TOLERANCE) -> int:
@@ -213,49 +142,42 @@ def learn_then_test_threshold(
     delta: float,
     p_value: PValue = "binomial",
     grid_step: float = DEFAULT_GRID_STEP,
-    start: LttStart = "predicted",
+    plan: tuple[ArrayLike, ArrayLike] | None = None,
 ) -> RiskThreshold:
-    """The lowest grid threshold Learn-then-Test certifies at (α, δ); None when none is.
+    """The lowest planned threshold Learn-then-Test certifies at (α, δ); None when none is.
 
-    ``upper_bound`` is the (1 − δ) upper bound of the p-value family used: the
-    Clopper–Pearson bound for ``binomial``, the Hoeffding–Bentkus inversion otherwise.
+    ``plan``: confidences and 0/1 labels of items independent of these (see
+    :func:`~tribunal.confidence._risk_plan.plan_and_test`); without it a seeded 30% of
+    the items plan and the rest are tested. ``accepted``, ``errors`` and ``n`` count the
+    tested items. ``upper_bound`` is the (1 − δ) upper bound of the p-value family used:
+    the Clopper–Pearson bound for ``binomial``, the Hoeffding–Bentkus inversion otherwise.
 
     Raises:
-        InvalidArgumentError: α or δ outside (0, 1), an unknown p-value or start, a bad
-            grid step, or bad arrays.
+        InvalidArgumentError: α or δ outside (0, 1), an unknown p-value, a bad grid step,
+            or bad arrays.
     """
     alpha, delta = _rate(alpha, "alpha"), _rate(delta, "delta")
     if p_value not in ("binomial", "hoeffding-bentkus"):
         raise InvalidArgumentError(
             f"unknown p-value {p_value!r}; choose binomial or hoeffding-bentkus", field="method"
         )
-    if start not in ("predicted", "top"):
-        raise InvalidArgumentError(
-            f"unknown start {start!r}; choose predicted or top", field="method"
-        )
     method = "ltt" if p_value == "binomial" else "ltt-hb"
     test = binomial_p_value if p_value == "binomial" else hoeffding_bentkus_p_value
-    curve = AcceptanceCurve.of(confidence, correct)
-    conf = np.asarray(confidence, dtype=np.float64)
-    grid = count_grid(curve.n, alpha, delta, grid_step)
-    ordered = np.sort(conf)[::-1]
-    first = 0
-    if start == "predicted" and grid.size:
-        first = predicted_start(conf, alpha, delta, grid)
+    planned, tested = plan_and_test(confidence, correct, plan)
+    grid = plan_grid(planned, grid_step)
+    first = plan_start(planned, grid, tested.n, alpha=alpha, delta=delta, test=test)
     passed: tuple[float, int, int] | None = None
-    for count in grid[first:]:
-        # The k-th highest confidence; ties above it are accepted with it.
-        threshold = float(ordered[int(count) - 1])
-        accepted, errors = curve.at(threshold)
+    for threshold in grid[first:]:
+        accepted, errors = tested.at(float(threshold))
         if test(errors, accepted, alpha) > delta:
             break
-        passed = (threshold, accepted, errors)
+        passed = (float(threshold), accepted, errors)
     if passed is None:
-        return RiskThreshold(alpha, delta, None, 0, 0, None, curve.n, method)
+        return RiskThreshold(alpha, delta, None, 0, 0, None, tested.n, method)
     threshold, accepted, errors = passed
     bound = (
         clopper_pearson_upper(errors, accepted, delta)
         if p_value == "binomial"
         else _hb_upper(errors, accepted, delta)
     )
-    return RiskThreshold(alpha, delta, threshold, accepted, errors, bound, curve.n, method)
+    return RiskThreshold(alpha, delta, threshold, accepted, errors, bound, tested.n, method)

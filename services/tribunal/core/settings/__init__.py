@@ -10,6 +10,7 @@ from ._audit import AuditSettings
 from ._choices import (
     AGGREGATOR_NAMES,
     CALIBRATOR_KINDS,
+    DEFAULT_RISK_METHOD,
     LABEL_MODES,
     PLAN_CALIBRATOR_KINDS,
     RISK_METHOD_NAMES,
@@ -36,6 +37,7 @@ from ._server import ServerSettings
 __all__ = [
     "AGGREGATOR_NAMES",
     "CALIBRATOR_KINDS",
+    "DEFAULT_RISK_METHOD",
     "LABEL_MODES",
     "PLAN_CALIBRATOR_KINDS",
     "RISK_METHOD_NAMES",

@@ -14,6 +14,7 @@ from typing import Literal, get_args
 __all__ = [
     "AGGREGATOR_NAMES",
     "CALIBRATOR_KINDS",
+    "DEFAULT_RISK_METHOD",
     "LABEL_MODES",
     "PLAN_CALIBRATOR_KINDS",
     "RISK_METHOD_NAMES",
@@ -33,6 +34,10 @@ RiskMethod = Literal["clopper-pearson", "ltt", "ltt-hb", "sgr"]
 """Risk control certifying a threshold: fixed-sequence Clopper–Pearson, Learn-then-Test
 (binomial or Hoeffding–Bentkus p-values), selective-guaranteed risk."""
 RISK_METHOD_NAMES: tuple[RiskMethod, ...] = get_args(RiskMethod)
+DEFAULT_RISK_METHOD: RiskMethod = "clopper-pearson"
+"""The method ``confidence.method``, ``tribunal calibrate``, ``tribunal confidence fit`` and
+``select_threshold`` use unless told otherwise: the one certifying the most coverage across
+domains at α ∈ {0.05, 0.1, 0.2} (``tribunal-lab eval risk-methods``; docs/results/confidence.md)."""
 
 LabelModeName = Literal["cascade", "debate", "judge"]
 """How ``Label`` decides (``tribunal.gateway.LabelMode``)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ._base import Section
-from ._choices import CalibratorKind, RiskMethod
+from ._choices import DEFAULT_RISK_METHOD, CalibratorKind, RiskMethod
 from ._deployment import DeploymentSettings
 
 __all__ = ["ConfidenceSettings"]
@@ -23,7 +23,7 @@ class ConfidenceSettings(Section):
     calibrator: CalibratorKind = "monotone"
     """Calibrator ``tribunal calibrate`` and ``tribunal confidence fit`` fit unless told
     otherwise (``monotone`` reads only KB-independent signals)."""
-    method: RiskMethod = "ltt"
+    method: RiskMethod = DEFAULT_RISK_METHOD
     """Risk control certifying each alpha's threshold in ``tribunal calibrate`` and
     ``tribunal confidence fit`` unless told otherwise."""
     score_signal: str = Field("ensemble_p_match", min_length=1)
