@@ -191,12 +191,16 @@ def estimate_metrics(
                     rectifiers[run], raw[run] = d, est
                     continue
                 result.human_only[(run, spec.name)] = estimate
-                # The humans-only linearised values' population variance, estimated with
-                # the design's weights: its width at n uniform labels is
-                # z √(N² (1/n − 1/N) S²).
-                s2 = _weighted_variance(d, design.weights)
+                # The humans-only standard error at n labels is √(N² (1/n − 1/N) S²):
+                # S² from this one, then the n at which it equals the judge-and-humans
+                # one (both the wider of their two intervals, each shrinking as 1/√n).
+                frame = float(design.sizes.sum())
+                n = float(len(design.index))
+                unit = frame**2 * (1.0 / n - 1.0 / frame) if n < frame else 0.0
                 result.human_equivalent[(run, spec.name)] = _equivalent_n(
-                    result.ppi[(run, spec.name)].se ** 2, s2, float(design.sizes.sum())
+                    result.ppi[(run, spec.name)].se ** 2,
+                    estimate.se**2 / unit if unit > 0 else 0.0,
+                    frame,
                 )
         for a_index, a in enumerate(runs):
             for b in runs[a_index + 1 :]:
@@ -226,14 +230,6 @@ def _interval(
         min(high, value + half),
         se,
     )
-
-
-def _weighted_variance(values: Floats, weights: Floats) -> float:
-    if len(values) < 2:
-        return 0.0
-    mean = np.average(values, weights=weights)
-    n = len(values)
-    return float(np.average((values - mean) ** 2, weights=weights) * n / (n - 1))
 
 
 def _equivalent_n(variance: float, s2: float, frame: float) -> float:
