@@ -245,11 +245,12 @@ class QueryLinearisation:
 
     def numerator_totals(self, x: Floats, query_of: NDArray[np.intp]) -> Floats:
         """Per-query numerator totals of labels ``x`` (pairs × G)."""
-        return np.bincount(
+        totals: Floats = np.bincount(
             query_of[self.slots],
             weights=np.einsum("ij,ij->i", self.slot_weights, x[self.slots]),
             minlength=len(self.values),
-        )
+        ).astype(np.float64)
+        return totals
 
     def row_gradients(
         self, rows: NDArray[np.intp], query_of: NDArray[np.intp], weights: Floats
