@@ -119,7 +119,13 @@ def main() -> int:
         },
         "new": {"labeller": PipelineLabeller(settings, "judge"), "batch": BATCH, "mode": "judge"},
         "plan-old": {
-            "labeller": PipelineLabeller(plan_settings, "cascade", concurrency=1),
+            # As the old judge path: no memory of recent texts, which would otherwise
+            # hand the next plan job every vector it needs.
+            "labeller": PipelineLabeller(
+                plan_settings.model_copy(update={"retrieval": old_settings.retrieval}),
+                "cascade",
+                concurrency=1,
+            ),
             "batch": 4,
             "mode": "cascade",
         },
