@@ -12,7 +12,9 @@ every item) through ``Gateway.Label``'s pipeline in this process, on the same TR
   texts), batches of 4 items — what a judge-mode job did before.
 - **new**: the job's defaults now: 64 items per batch, 32 at a time, their embeddings
   gathered into shared forward passes; a query's vector computed once and reused.
-- **plan-old** / **plan**: the same items as a ``label run --plan`` job labels them
+- **plan-old** / **plan**: the next ``--items`` pairs of the file (not the judge paths'
+  ones: the job's embedder remembers recent texts, which would spare a plan job the
+  embeddings a judge job just computed) as a ``label run --plan`` job labels them
   (cascade mode, ``gateway.label_band_to: human``, the judge artifact's own band as the
   plan's thresholds, items in the band queued for humans): one item at a time in
   batches of 4 (what ``--plan`` did before), and its defaults now (as judge mode).
@@ -75,7 +77,13 @@ def main() -> int:
     args = parser.parse_args()
 
     items = read_jsonl(args.data, {"chunk": "passage", "query_id": "qid", "doc_id": "pid"})
+    # The plan paths label the next ``--items`` rows, not the judge paths' items: the
+    # job's embedder keeps recently embedded texts, so a plan job run after a judge
+    # job on the same passages would skip their embeddings and look many times faster.
+    plan_items = items[args.items : 2 * args.items]
     items = items[: args.items]
+    if len(plan_items) < len(items):
+        raise SystemExit(f"{args.data} has under {2 * args.items} rows")
     Path(".build").mkdir(exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="label-bench-", dir=".build"))
     settings = load_settings(
@@ -111,7 +119,13 @@ def main() -> int:
         },
         "new": {"labeller": PipelineLabeller(settings, "judge"), "batch": BATCH, "mode": "judge"},
         "plan-old": {
-            "labeller": PipelineLabeller(plan_settings, "cascade", concurrency=1),
+            # As the old judge path: no memory of recent texts, which would otherwise
+            # hand the next plan job every vector it needs.
+            "labeller": PipelineLabeller(
+                plan_settings.model_copy(update={"retrieval": old_settings.retrieval}),
+                "cascade",
+                concurrency=1,
+            ),
             "batch": 4,
             "mode": "cascade",
         },
@@ -127,8 +141,8 @@ def main() -> int:
     size = -(-len(items) // args.rounds)
     try:
         for number, start in enumerate(range(0, len(items), size), start=1):
-            chunk = items[start : start + size]
             for name, path in paths.items():
+                chunk = (plan_items if name.startswith("plan") else items)[start : start + size]
                 job = f"{name}-{number}"
                 _job(store, job, chunk, path["mode"])
                 report = run_job(

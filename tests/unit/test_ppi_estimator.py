@@ -148,11 +148,11 @@ def test_fixed_seed_gives_exact_estimates() -> None:
 # Truth: nDCG@10 0.823, P@10 0.433, R@100 0.990 (all three inside); nDCG@10 run0 − run2:
 # 0.370 (inside). Intervals are clipped to [0, 1].
 EXPECTED_RUN0 = {
-    "run0 nDCG@10": (0.86412, 0.749342, 0.978898),
-    "run0 P@10": (0.492265, 0.387382, 0.597147),
-    "run0 R@100": (0.99093, 0.920691, 1.0),
+    "run0 nDCG@10": (0.86412, 0.711105, 1.0),
+    "run0 P@10": (0.492265, 0.346153, 0.638376),
+    "run0 R@100": (0.99093, 0.91103, 1.0),
 }
-EXPECTED_DIFF = (0.409028, 0.305727, 0.512329)
+EXPECTED_DIFF = (0.409028, 0.296941, 0.521115)
 
 
 def test_sample_designs_record_inclusion_probabilities() -> None:
@@ -219,12 +219,13 @@ def test_coverage_by_simulation() -> None:
         spec.name: sum(v for (_, m), v in covered.items() if m == spec.name) for spec in METRICS
     }
     assert by_metric == EXPECTED_COVERAGE
-    assert all(v >= 0.8 * 120 for v in by_metric.values())
+    assert all(v >= 0.9 * 120 for v in by_metric.values())
 
 
-EXPECTED_COVERAGE = {"nDCG@10": 103, "P@10": 101, "R@100": 100}
-"""Of 120 intervals each (3 runs × 40 samples): 83–86% at the nominal 90% in a world of
-~7 human labels per query; the TREC DL figures are in docs/results/labelling.md."""
+EXPECTED_COVERAGE = {"nDCG@10": 110, "P@10": 110, "R@100": 110}
+"""Of 120 intervals each (3 runs × 40 samples): 92% at the nominal 90% in a world of ~7
+human labels per query (the normal interval on the pair-level variance alone held
+83–86%); the TREC DL figures are in docs/results/labelling.md."""
 
 
 def test_run_file_errors_name_the_line(tmp_path: Path) -> None:
@@ -244,3 +245,51 @@ def test_run_order_is_trec_eval_order(tmp_path: Path) -> None:
     # The rank column is ignored; ties on score go to the larger docid (trec_eval).
     path.write_text("1 Q0 d1 1 1.0 a\n1 Q0 d3 2 2.0 a\n1 Q0 d2 3 1.0 a\n")
     assert read_scored_run(path) == {"1": ["d3", "d2", "d1"]}
+
+
+def test_per_query_linearisation_matches_the_pool_gradient() -> None:
+    """The per-query form the estimator uses gives the pool-wide values and gradient."""
+    from tribunal.jobs._ppi_pool import metric_gradients, metric_linearisation, numerator_weights
+
+    pool, _, _ = _world(3)
+    rng = np.random.default_rng(0)
+    z = np.minimum.accumulate(rng.random((pool.size, 3)), axis=1)
+    x = rng.normal(size=(pool.size, 3))
+    rows = rng.choice(pool.size, 50, replace=False)
+    for spec in METRICS:
+        for run in pool.ranks:
+            values, gradient = metric_gradients(pool, run, z, spec)
+            lin = metric_linearisation(pool, run, z, spec, counts=pool.query_sums(z))
+            assert np.allclose(values, lin.values)
+            through_totals = np.dot(lin.numerator, lin.numerator_totals(x, pool.query_of)) + np.sum(
+                lin.counts * pool.query_sums(x)
+            )
+            assert through_totals == pytest.approx(float(np.vdot(gradient, x)), rel=1e-10)
+            weights = numerator_weights(pool.ranks[run][rows], spec, 3, 2)
+            assert np.allclose(lin.row_gradients(rows, pool.query_of, weights), gradient[rows])
+
+
+def test_interval_is_the_wider_of_pair_and_query_variance() -> None:
+    """Satterthwaite's degrees of freedom fall when a few residuals dominate; the
+    query-level spread is 0 when every query's correction is the same."""
+    from tribunal.jobs._ppi_model import Design
+    from tribunal.jobs._ppi_types import HumanSample
+
+    pool, grades, p = _world(1)
+    labels = _labels(pool, p)
+    sample = HumanSample(
+        stratum=np.zeros(pool.size, dtype=np.intp), drawn=np.arange(pool.size) % 4 == 0
+    )
+    design = Design(dataclasses.replace(labels, human=np.where(sample.drawn, grades, -1)), sample)
+    m = len(design.index)
+    even = np.ones(m)
+    even[::2] = -1.0
+    assert design.degrees_of_freedom(even) == pytest.approx(m - 1)
+    spike = np.zeros(m)
+    spike[0] = 1.0
+    assert 1.0 <= design.degrees_of_freedom(spike) < 1.05
+    per_query = np.bincount(design.query_of, minlength=design.queries)
+    same = 1.0 / (design.weights * per_query[design.query_of])
+    se, df = design.query_spread(same)
+    assert se == pytest.approx(0.0, abs=1e-12)
+    assert df == design.queries - 1

@@ -206,8 +206,9 @@ def _markdown(report: dict[str, Any]) -> str:
         "",
         "| budget | design | metric | coverage (min over runs) | width | humans-only width "
         "(uniform) | humans-only coverage | human labels for the same width | differences "
-        "excluding 0 | sign right then | Kendall τ: judge+humans / judge only / humans only |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "excluding 0 | sign right then | differences' coverage | Kendall τ: judge+humans / judge "
+        "only / humans only |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["rows"]:
         low = min(row["coverage_by_run"].values())
@@ -217,7 +218,8 @@ def _markdown(report: dict[str, Any]) -> str:
             f"{num(row['human_only_width'])} | {pct(row['human_only_coverage'])} | "
             f"{num(row['human_labels_for_same_width'], 0)} | "
             f"{pct(row['differences_excluding_0'])} | {pct(row['sign_right_when_excluding_0'])} | "
-            f"{num(row['kendall_tau'])} / {num(row['kendall_tau_judge_only'])} / "
+            f"{pct(row['difference_coverage'])} | {num(row['kendall_tau'])} / "
+            f"{num(row['kendall_tau_judge_only'])} / "
             f"{num(row['kendall_tau_human_only'])} |"
         )
     lines += [

@@ -6,12 +6,19 @@ See :mod:`._ppi` for the estimator these serve and why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._ppi_pool import Floats, MetricSpec, RunPool, metric_gradients
+from ._ppi_pool import (
+    Floats,
+    MetricSpec,
+    RunPool,
+    metric_linearisation,
+    numerator_weights,
+)
 from ._ppi_types import HumanSample, PoolLabels
 
 __all__ = [
@@ -47,6 +54,8 @@ class Design:
         self.strata = self.stratum[self.index]
         # Each reviewed hole stands for N_h / m_h holes of its stratum.
         self.weights = self.sizes[self.strata] / self.counts[self.strata]
+        self.query_of = labels.query_of[self.index]
+        self.queries = int(labels.query_of.max()) + 1
 
     @property
     def ready(self) -> bool:
@@ -76,6 +85,51 @@ class Design:
                 variance += n_h**2 * (1.0 - m / n_h) * float(np.var(in_h, ddof=1)) / m
         return total, variance
 
+    def query_spread(self, d: Floats) -> tuple[float, int]:
+        """The rectifier's standard error with queries as the units, and its degrees of
+        freedom Q − 1: R_q = Σ_{i ∈ q} w_i d_i per query (each query's share of the
+        correction), v = (1 − f) Q/(Q − 1) Σ_q (R_q − R̄)².
+
+        The pair-level variance is the design's, but it rests on the residuals of ~12
+        reviews per query while every metric is a per-query ratio: one query's reviews
+        move its ratio together. The spread of the per-query corrections also holds the
+        spread of their expectations (how far the model is off per query), so it is an
+        upper estimate — the interval takes the wider of the two. f: the smallest
+        stratum's sampling fraction (0 width once every hole is reviewed)."""
+        queries = np.unique(self.query_of)
+        if len(queries) < 2:
+            return 0.0, 0
+        totals = np.bincount(self.query_of, weights=self.weights * d, minlength=self.queries)
+        # Queries without a review still count: their share of the correction is 0.
+        q = self.queries
+        present = self.sizes > 0
+        fraction = (
+            float(np.min(self.counts[present] / self.sizes[present])) if present.any() else 1.0
+        )
+        variance = (1.0 - fraction) * q / (q - 1) * float(np.sum((totals - totals.mean()) ** 2))
+        return float(np.sqrt(max(variance, 0.0))), q - 1
+
+    def degrees_of_freedom(self, d: Floats) -> float:
+        """Satterthwaite's degrees of freedom of the variance of ``d``'s total, each
+        reviewed hole's squared deviation a component: (Σ c_i)² / Σ c_i², c_i =
+        N_h² (1 − f_h) (d_i − d̄_h)² / (m_h (m_h − 1)).
+
+        A few holes with large residuals — a relevant document in a query with few of
+        them moves its recall or nDCG far — leave the variance resting on those few, and
+        the interval takes Student's t with so few degrees of freedom (m/3 for normal
+        residuals; about the number of dominant holes otherwise)."""
+        components = np.zeros(len(d))
+        for h in range(len(self.sizes)):
+            in_h = self.strata == h
+            m, n_h = int(in_h.sum()), self.sizes[h]
+            if m >= 2:
+                deviation = d[in_h] - d[in_h].mean()
+                components[in_h] = n_h**2 * (1.0 - m / n_h) * deviation**2 / (m * (m - 1))
+        squares = float(np.sum(components**2))
+        if squares <= 0.0:
+            return float(max(len(d) - 1, 1))
+        return float(np.clip(np.sum(components) ** 2 / squares, 1.0, max(len(d) - 1, 1)))
+
 
 @dataclass(frozen=True)
 class Subsample:
@@ -98,6 +152,26 @@ class LabelModel:
     parameters: int
     """Means fitted for the calibrated predictions (the residuals' lost degrees of
     freedom)."""
+
+    def counts(self, pool: RunPool) -> Floats:
+        """Per-query counts C_t at the point (shared by every run and metric)."""
+        cached = self._cache.get("counts")
+        if cached is None:
+            cached = (None, pool.query_sums(self.point))
+            self._cache["counts"] = cached
+        return cached[1]
+
+    def shift_in(self, pool: RunPool, frame: NDArray[np.bool_]) -> tuple[Floats, Floats]:
+        """calibrated − point on the rows of ``frame`` (0 elsewhere) and its per-query
+        sums, computed once per frame: every run and metric uses them."""
+        cached = self._cache.get(id(frame))
+        if cached is None or cached[0] is not frame:
+            delta = np.where(frame[:, None], self.calibrated - self.point, 0.0)
+            cached = (frame, delta, pool.query_sums(delta))
+            self._cache[id(frame)] = cached
+        return cached[1], cached[2]
+
+    _cache: dict[object, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 RANK_BUCKETS = (10, 30)
@@ -279,17 +353,30 @@ def cross_fitted(
     d = np.zeros(len(design.index))
     total = 0.0
     parameters = 0
+    columns = truth.shape[1]
     for fold, model in zip(folds, models, strict=True):
         parameters = max(parameters, model.parameters)
-        values, gradient = metric_gradients(
-            pool, run, model.point, spec, relevant_at=labels.relevant_at
+        lin = metric_linearisation(
+            pool,
+            run,
+            model.point,
+            spec,
+            counts=model.counts(pool),
+            relevant_at=labels.relevant_at,
         )
-        frame = fold.corrected
-        moved = np.sum(gradient[frame] * (model.calibrated[frame] - model.point[frame]))
+        # ∇M · (calibrated − point) over the holes this fold corrects, through the
+        # per-query totals it moves (the numerator's and the counts').
+        delta, delta_counts = model.shift_in(pool, fold.corrected)
+        moved = float(
+            np.dot(lin.numerator, lin.numerator_totals(delta, pool.query_of))
+            + np.sum(lin.counts * delta_counts)
+        )
         i = design.index[fold.members]
-        residual = np.sum(gradient[i] * (truth[i] - model.calibrated[i]), axis=1)
+        weights = numerator_weights(pool.ranks[run][i], spec, columns, labels.relevant_at)
+        gradient = lin.row_gradients(i, pool.query_of, weights)
+        residual = np.einsum("ij,ij->i", gradient, truth[i] - model.calibrated[i])
         d[fold.members] = residual
-        total += float(np.mean(values)) + float(moved) + float(np.sum(fold.weight * residual))
+        total += float(np.mean(lin.values)) + moved + float(np.sum(fold.weight * residual))
     # Residuals from p fitted means understate the spread by (m − p)/m: scale them back
     # (the usual small-sample correction of the GREG variance).
     m = len(d)

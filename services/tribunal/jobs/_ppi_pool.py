@@ -20,7 +20,7 @@ R(rel=2)@100; the tests check it), documents ordered by score, ties by docid des
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -29,11 +29,14 @@ from numpy.typing import NDArray
 __all__ = [
     "METRICS",
     "MetricSpec",
+    "QueryLinearisation",
     "RunPool",
     "discounts",
     "ideal_dcg",
     "metric_gradients",
+    "metric_linearisation",
     "metric_values",
+    "numerator_weights",
     "parse_metric",
 ]
 
@@ -110,6 +113,9 @@ class RunPool:
     pairs: tuple[tuple[str, str], ...]
     query_of: NDArray[np.intp]
     ranks: Mapping[str, NDArray[np.int32]]
+    _slots: dict[tuple[str, Kind, int, int], tuple[NDArray[np.intp], Floats]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def build(
@@ -220,3 +226,103 @@ def _values_and_gradient(
     ratio = np.where(positive, numerator / safe**2, 0.0)
     grad = weights * scale[q][:, None] - ratio[q][:, None] * d_divisor[q]
     return values, grad / queries
+
+
+@dataclass(frozen=True)
+class QueryLinearisation:
+    """A run's metric at labels z through per-query totals: the per-query values, and
+    the mean's derivative in each query's numerator total (``numerator``: queries) and in
+    each of its counts C_t (``counts``: queries × G). A pair's gradient is its numerator
+    weight times ``numerator[q]`` plus ``counts[q]`` (every pair of q adds to C_t)."""
+
+    values: Floats
+    numerator: Floats
+    counts: Floats
+    slots: NDArray[np.intp]
+    """The pairs the run ranks within the cutoff."""
+    slot_weights: Floats
+    """Their weights in the numerator (slots × G)."""
+
+    def numerator_totals(self, x: Floats, query_of: NDArray[np.intp]) -> Floats:
+        """Per-query numerator totals of labels ``x`` (pairs × G)."""
+        totals: Floats = np.bincount(
+            query_of[self.slots],
+            weights=np.einsum("ij,ij->i", self.slot_weights, x[self.slots]),
+            minlength=len(self.values),
+        ).astype(np.float64)
+        return totals
+
+    def row_gradients(
+        self, rows: NDArray[np.intp], query_of: NDArray[np.intp], weights: Floats
+    ) -> Floats:
+        """∂ mean / ∂ z of ``rows`` (rows × G), their numerator ``weights`` given."""
+        q = query_of[rows]
+        gradient: Floats = weights * self.numerator[q][:, None] + self.counts[q]
+        return gradient
+
+
+def _slots(
+    pool: RunPool, run: str, spec: MetricSpec, columns: int, relevant_at: int
+) -> tuple[NDArray[np.intp], Floats]:
+    """The pairs ``run`` ranks within ``spec.k`` and their numerator weights (cached)."""
+    key = (run, spec.kind, spec.k, relevant_at)
+    cached = pool._slots.get(key)
+    if cached is None or cached[1].shape[1] != columns:
+        rank = pool.ranks[run]
+        slots = np.flatnonzero((rank >= 1) & (rank <= spec.k))
+        cached = (slots, numerator_weights(rank[slots], spec, columns, relevant_at))
+        pool._slots[key] = cached
+    return cached
+
+
+def numerator_weights(
+    rank: NDArray[np.int32], spec: MetricSpec, columns: int, relevant_at: int
+) -> Floats:
+    """Numerator weights (pairs × G) of pairs at ``rank`` (0 or past the cutoff: none)."""
+    weights = np.zeros((len(rank), columns))
+    inside = (rank >= 1) & (rank <= spec.k)
+    if spec.kind == "ndcg":
+        weights[inside, :] = discounts(spec.k)[rank[inside] - 1][:, None]
+    else:
+        weights[inside, relevant_at - 1] = 1.0
+    return weights
+
+
+def metric_linearisation(
+    pool: RunPool,
+    run: str,
+    z: Floats,
+    spec: MetricSpec,
+    *,
+    counts: Floats,
+    relevant_at: int = 2,
+) -> QueryLinearisation:
+    """The same values and gradient as :func:`metric_gradients`, kept per query:
+    ``counts`` = ``pool.query_sums(z)`` (shared by every run). Costs the run's top-k
+    pairs, not the pool."""
+    if not 1 <= relevant_at <= z.shape[1]:
+        raise ValueError(f"relevant_at {relevant_at} outside grades 1..{z.shape[1]}")
+    queries = len(pool.queries)
+    slots, weights = _slots(pool, run, spec, z.shape[1], relevant_at)
+    numerator = np.bincount(
+        pool.query_of[slots],
+        weights=np.einsum("ij,ij->i", weights, z[slots]),
+        minlength=queries,
+    )
+    d_counts = np.zeros_like(counts)
+    if spec.kind == "p":
+        values = numerator / spec.k
+        d_numerator = np.full(queries, 1.0 / spec.k)
+    else:
+        if spec.kind == "ndcg":
+            divisor, slopes = ideal_dcg(counts, spec.k)
+        else:
+            divisor = counts[:, relevant_at - 1].copy()
+            slopes = np.zeros_like(counts)
+            slopes[:, relevant_at - 1] = 1.0
+        positive = divisor > 1e-12
+        safe = np.where(positive, divisor, 1.0)
+        values = np.where(positive, numerator / safe, 0.0)
+        d_numerator = np.where(positive, 1.0 / safe, 0.0)
+        d_counts = -np.where(positive, numerator / safe**2, 0.0)[:, None] * slopes
+    return QueryLinearisation(values, d_numerator / queries, d_counts / queries, slots, weights)
