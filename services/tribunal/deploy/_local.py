@@ -42,6 +42,9 @@ from ..core.server import is_loopback
 from ._serve_grpc import LOOPBACK_ENV, TLS_CERT_ENV, TLS_CLIENT_CA_ENV, TLS_KEY_ENV
 from ._tls import LocalTls
 
+_log = logging.getLogger(__name__)
+_START_ATTEMPTS = 2
+
 __all__ = [
     "SERVE_GRPC_HOOK",
     "LocalServe",
@@ -159,15 +162,25 @@ def start_local(
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     runtime_env = _runtime_env(env_vars, grpc_host, tls)
-    ray.init(
-        num_cpus=int(num_cpus) if num_cpus is not None else None,
-        include_dashboard=False,
-        _temp_dir=str(temp_dir),
-        logging_level=logging.WARNING,
-        namespace="serve",
-        runtime_env=runtime_env,
-        **ray_node_address(ray_host),
-    )
+    for attempt in range(_START_ATTEMPTS):
+        try:
+            ray.init(
+                num_cpus=int(num_cpus) if num_cpus is not None else None,
+                include_dashboard=False,
+                _temp_dir=str(temp_dir),
+                logging_level=logging.WARNING,
+                namespace="serve",
+                runtime_env=runtime_env,
+                **ray_node_address(ray_host),
+            )
+            break
+        except Exception as exc:  # Ray raises a bare Exception for a node that did not start
+            if "timed out during startup" not in str(exc) or attempt + 1 == _START_ATTEMPTS:
+                raise
+            # Ray's raylet waits 15 s for its agents' ports and aborts the node when a busy
+            # machine imports them slower; a second start finds their modules cached.
+            _log.warning("Ray's node did not start in time (%s); starting it again", exc)
+            ray.shutdown()
     grpc_options = dict(config.get("grpc_options") or {})
     http_options = dict(config.get("http_options") or {})
     serve.start(
