@@ -187,10 +187,16 @@ def test_serve_deploy_opens_nothing_by_default_and_the_proxy_checks_credentials(
         temp_dir = Path(summary["temp_dir"])
         [agent_port_file] = (temp_dir / "session_latest").glob("dashboard_agent_listen_port_*")
         agent_port = int(agent_port_file.read_text().strip())
-        assert _submit_job(agent_port, None) == 401
-        assert _submit_job(agent_port, "not-the-token") == 401
+        refused = (_submit_job(agent_port, None), _submit_job(agent_port, "not-the-token"))
+        assert refused == (401, 403)  # no token: unauthenticated; a wrong one: forbidden
         ray_token = (temp_dir / "auth_token").read_text().strip()
-        assert _submit_job(agent_port, ray_token) == 200
+        accepted = _submit_job(agent_port, ray_token)
+        assert accepted == 200
+        print(
+            f"listening sockets: {len(sockets)} in {len({s[0] for s in sockets})} kinds of "
+            f"process, non-loopback: 0; job submission: {refused} without / with a wrong "
+            f"token, {accepted} with Ray's token"
+        )
 
         # The proxy's mutual TLS: no plaintext, no client without the certificate.
         tls = summary["tls"]

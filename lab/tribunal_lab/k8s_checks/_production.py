@@ -399,7 +399,8 @@ def check_operations_details() -> list[str]:
     if problems:
         raise CheckFailedError("\n".join(problems))
     return [
-        "serve-grpc appProtocol kubernetes.io/h2c (+ balancing note); GPU panel reads "
+        "serve-grpc over TLS by default, appProtocol kubernetes.io/h2c with tls off (+ balancing "
+        "note); GPU panel reads "
         "DCGM_FI_DEV_FB_USED; models.persistence mounts a claim, models.hubToken gives "
         "HF_TOKEN, models.offline sets HF_HUB_OFFLINE; ops calls time-limited, context "
         "namespace honoured (tests/unit/test_ops_kube_upgrade.py runs both)"
