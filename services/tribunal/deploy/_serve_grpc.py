@@ -111,11 +111,9 @@ def configure_serve_grpc() -> None:
 
     loopback = os.environ.get(LOOPBACK_ENV, "") == "1"
     credentials = proxy_server_credentials()
-    if not getattr(default_impl.add_grpc_address, _MARK, False) and (loopback or credentials):
-        default_impl.add_grpc_address = _proxy_binder(  # type: ignore[assignment]
-            default_impl.add_grpc_address, loopback, credentials
-        )
-    if loopback and not getattr(replica.add_port_to_grpc_server, _MARK, False):
-        replica.add_port_to_grpc_server = _replica_binder(  # type: ignore[assignment]
-            replica.add_port_to_grpc_server
-        )
+    proxy_bind = getattr(default_impl, "add_grpc_address")  # noqa: B009 - Ray's private name
+    if not getattr(proxy_bind, _MARK, False) and (loopback or credentials):
+        setattr(default_impl, "add_grpc_address", _proxy_binder(proxy_bind, loopback, credentials))  # noqa: B010
+    replica_bind = getattr(replica, "add_port_to_grpc_server")  # noqa: B009
+    if loopback and not getattr(replica_bind, _MARK, False):
+        setattr(replica, "add_port_to_grpc_server", _replica_binder(replica_bind))  # noqa: B010
