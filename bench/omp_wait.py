@@ -5,7 +5,8 @@ default: ``GOMP_SPINCOUNT=300000``) holds a core while waiting; where other proc
 use the cores too, the thread waited for cannot run, and every operation stalls. Tribunal
 sets ``OMP_WAIT_POLICY=PASSIVE`` (sleep) unless the user chose a policy
 (``tribunal/__init__.py``). Each configuration runs in its own process (OpenMP reads the
-policy once), alternating, over the same FAQ texts the demo's matcher embeds; reported:
+policy once), alternating, over the FAQ's answers (long) and questions (short, like
+queries); reported:
 texts/s per configuration and the ratios to the default spin. Ratios, not absolute
 times: the machine is shared, and the ratio grows with the load.
 
@@ -36,8 +37,11 @@ from pathlib import Path
 from tribunal.core import load_settings
 from tribunal.embedding import load_profile_embedder
 from tribunal.kb import read_entries
-texts = [e.answer for e in read_entries(Path(sys.argv[2]), record_format="faq",
-         max_chars=10_000, limit=int(sys.argv[3]))]
+entries = read_entries(Path(sys.argv[2]), record_format="faq", max_chars=10_000,
+                       limit=int(sys.argv[3]))
+# answers: long texts, few large matrix products; questions: short texts, where the
+# threads wait at many small operations (what queries and most tests run).
+texts = [e.answer if sys.argv[4] == "answers" else e.question for e in entries]
 embedder = load_profile_embedder(load_settings("tiny"), "embedder_large")
 embedder.embed(texts[:1])
 started = time.perf_counter()
@@ -46,13 +50,13 @@ print(json.dumps({"texts_per_s": len(texts) / (time.perf_counter() - started)}))
 """
 
 
-def _run(env: dict[str, str], threads: int, faq: Path, texts: int) -> float:
+def _run(env: dict[str, str], threads: int, faq: Path, texts: int, kind: str) -> float:
     environment = {
         k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
     }
     environment.update(env)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(threads), str(faq), str(texts)],
+        [sys.executable, "-c", _CHILD, str(threads), str(faq), str(texts), kind],
         env=environment,
         capture_output=True,
         text=True,
@@ -70,19 +74,23 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path(".build/bench/omp_wait.json"))
     args = parser.parse_args()
 
-    rates: dict[str, list[float]] = {name: [] for name in CONFIGS}
+    kinds = ("answers", "questions")
+    rates: dict[str, list[float]] = {f"{n} | {k}": [] for k in kinds for n in CONFIGS}
     loads = [os.getloadavg()[0]]
     for _ in range(args.rounds):
-        for name, (env, threads) in CONFIGS.items():
-            rates[name].append(_run(env, threads, args.faq, args.texts))
-            loads.append(os.getloadavg()[0])
-    base = sum(rates[next(iter(CONFIGS))]) / args.rounds
-    print(f"{args.texts} FAQ answers through MPNet; load average {min(loads):.1f}-{max(loads):.1f}")
-    print("| configuration | texts/s (mean of runs) | ratio to spin |")
-    print("|---|---|---|")
-    for name, values in rates.items():
-        mean = sum(values) / len(values)
-        print(f"| {name} | {mean:.2f} | {mean / base:.2f}x |")
+        for kind in kinds:
+            for name, (env, threads) in CONFIGS.items():
+                rates[f"{name} | {kind}"].append(_run(env, threads, args.faq, args.texts, kind))
+                loads.append(os.getloadavg()[0])
+    spread = f"{min(loads):.1f}-{max(loads):.1f}"
+    print(f"{args.texts} FAQ texts per run through MPNet; load average {spread}")
+    print("| configuration | texts | texts/s (mean of runs) | ratio to spin |")
+    print("|---|---|---|---|")
+    for kind in kinds:
+        base = sum(rates[f"{next(iter(CONFIGS))} | {kind}"]) / args.rounds
+        for name in CONFIGS:
+            mean = sum(rates[f"{name} | {kind}"]) / args.rounds
+            print(f"| {name} | {kind} | {mean:.2f} | {mean / base:.2f}x |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps({"rates": rates, "load": loads, "when": time.strftime("%FT%TZ")}, indent=2)

@@ -82,6 +82,8 @@ def test_stats_report_the_live_bound_and_the_safe_mode(
     assert live["mode"] == "fallback"
     assert "tribunal calibrate --collection faq --from-audit" in live["note"]
     assert live["shift"] is None  # this artifact keeps no reference sample
+    # No shift test, no schedule: no restarted bound, and the stored state says so.
+    assert (live["restarts"], live["restarted"], live["restart_at"]) == (0, None, None)
 
 
 def test_calibrate_takes_one_source_of_traffic(

@@ -6,9 +6,12 @@
   out-of-scope SQuAD questions (10%).
 - **Live traffic before the shift**: 270 more training queries and 30 more SQuAD
   questions (10% out of scope) — like the calibration traffic.
-- **After the shift**: 975 held-out paraphrases (the test split) of the KB's intents
-  and 525 out-of-scope questions (35%): half from the 12 held-out banking intents
-  (they look in scope), half COVID-QA questions.
+- **After the shift**: held-out paraphrases (the test split) of the KB's intents and 35%
+  out-of-scope questions: half from the 12 held-out banking intents (they look in scope),
+  half COVID-QA questions. First 1,500 queries (975 + 525), then ``extended`` more drawn
+  from what is left in the same proportions (the rest of the test split, 1,625
+  paraphrases, and 875 out-of-scope questions, shuffled): a violation this close to α
+  needs hundreds of audited answers after the shift to be shown.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def _humanise(intent: str) -> str:
     return intent.replace("_", " ").capitalize()
 
 
-def build_data(root: Path, *, seed: int = 0) -> LiveAuditData:
+def build_data(root: Path, *, seed: int = 0, extended: int = 2500) -> LiveAuditData:
     rng = np.random.default_rng(seed)
     train = _jsonl(root / "banking77" / "train.jsonl")
     test = _jsonl(root / "banking77" / "test.jsonl")
@@ -88,17 +91,31 @@ def build_data(root: Path, *, seed: int = 0) -> LiveAuditData:
         if row["intent"] in held
     ]
     covid = _jsonl(root / "covid-qa" / "covidqa_200423_flat.jsonl")
-    covid_questions = list(dict.fromkeys(row["question"] for row in covid))
-    after = (
-        [in_test[i] for i in rng.permutation(len(in_test))[:975]]
-        + [held_queries[i] for i in rng.permutation(len(held_queries))[:263]]
-        + [
-            {"query": q, "answers": [], "kind": "covid"}
-            for q in (covid_questions[i] for i in rng.permutation(len(covid_questions))[:262])
-        ]
+    covid_rows = [
+        {"query": q, "answers": [], "kind": "covid"}
+        for q in dict.fromkeys(row["question"] for row in covid)
+    ]
+    # The same draws in the same order as the first 1,500 shifted queries always had, so
+    # their cached signals stay valid; the extension takes what the permutations left.
+    in_order = [in_test[i] for i in rng.permutation(len(in_test))]
+    held_order = [held_queries[i] for i in rng.permutation(len(held_queries))]
+    covid_order = [covid_rows[i] for i in rng.permutation(len(covid_rows))]
+    after = in_order[:975] + held_order[:263] + covid_order[:262]
+    # All that is left in the same proportions, shuffled once: a shorter extension is a
+    # prefix of a longer one (its cached signals stay valid too).
+    paraphrases = len(in_order) - 975
+    out_of_scope = round(paraphrases * 35 / 65)
+    extension = (
+        in_order[975:]
+        + held_order[263 : 263 + out_of_scope // 2]
+        + covid_order[262 : 262 + out_of_scope - out_of_scope // 2]
     )
 
     def shuffled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [rows[i] for i in rng.permutation(len(rows))]
 
-    return LiveAuditData(kb, shuffled(calibration), shuffled(before), shuffled(after))
+    calibration, before, after = shuffled(calibration), shuffled(before), shuffled(after)
+    extension_rng = np.random.default_rng([seed, 1])
+    order = extension_rng.permutation(len(extension))[: max(0, extended)]
+    after += [extension[i] for i in order]
+    return LiveAuditData(kb, calibration, before, after)

@@ -6,7 +6,10 @@ unless the collection's live state puts it in safe mode (read through the gatewa
 ``LiveAudit`` before each decision, as the gateway does) — and written to a real audit
 store with the gateway's audit coin. A sampled decision is reviewed at once by a
 simulated reviewer who answers from the ground truth (the query's intent); the vote goes
-through the review queue, whose hook runs the live monitor.
+through the review queue, whose hook runs the live monitor (which restarts a fresh bound
+when the shift warning comes on). The safe mode lasts ``--safe-queries`` queries (the
+operator's reaction time); then the collection is re-certified on the items audited since
+the shift warning, as ``tribunal calibrate --from-audit --audit-since`` does.
 """
 
 from __future__ import annotations
@@ -93,6 +96,10 @@ class Replay:
                 "lower": self.state.lower,
                 "upper": self.state.upper,
                 "shift_p": self.state.shift_p_value,
+                "restarts": self.state.restarts,
+                "restart_audited": self.state.restart_audited,
+                "restart_lower": self.state.restart_lower,
+                "restart_upper": self.state.restart_upper,
             }
         )
 
@@ -175,15 +182,13 @@ class Replay:
         segment = "before"
         shift_start: int | None = None
         since: dt.datetime | None = None
-        sampled_since = 0
+        tripped_at = 0
         started = time.perf_counter()
         for position, (phase, index) in enumerate(live):
             if phase == "after" and segment == "before":
                 segment, shift_start = "shifted", position
                 events["shift_start"] = {"audited_in_stream": self._audited()}
-            sampled = self._serve(index, segment, stats[segment], kinds[index])
-            if since is not None and sampled:
-                sampled_since += 1
+            self._serve(index, segment, stats[segment], kinds[index])
             warning = self.state is not None and self.state.shift_warning
             if warning and "shift_warning" not in events:
                 events["shift_warning"] = {
@@ -193,20 +198,33 @@ class Replay:
                 }
                 if segment == "shifted":
                     since = dt.datetime.now(dt.UTC)
+            restarts = 0 if self.state is None else self.state.restarts
+            if restarts and "restart" not in events:
+                events["restart"] = {
+                    "segment": segment,
+                    "query": position,
+                    **self._after(shift_start, position),
+                    "reason": self.state.detail["restarts"][-1]["reason"],
+                    "audited_in_stream": self.state.audited,
+                }
             if segment == "shifted" and self.state is not None and self.state.mode != "normal":
-                segment = "safe_mode"
+                segment, tripped_at = "safe_mode", position
                 events["trip"] = {
                     "query": position,
                     **self._after(shift_start, position),
                     "audited_in_stream": self.state.audited,
                     "audited_since_shift": self.state.audited
                     - events["shift_start"]["audited_in_stream"],
+                    "audited_since_restart": self.state.restart_audited,
+                    "why": self.state.detail.get("entered", {}).get("why"),
                     "lower": self.state.lower,
                     "upper": self.state.upper,
+                    "restart_lower": self.state.restart_lower,
+                    "restart_upper": self.state.restart_upper,
                 }
                 if since is None:
-                    since, sampled_since = dt.datetime.now(dt.UTC), 0
-            if segment == "safe_mode" and sampled_since >= self.args.recertify_after:
+                    since = dt.datetime.now(dt.UTC)
+            if segment == "safe_mode" and position - tripped_at >= self.args.safe_queries:
                 events["recertification"] = self._recertify(since, position)
                 segment = "recertified"
             if (position + 1) % 500 == 0 or position + 1 == len(live):
@@ -222,7 +240,7 @@ class Replay:
                 "delta": self.args.delta,
                 "accept_share": self.args.accept_share,
                 "fallback_share": self.args.fallback_share,
-                "recertify_after": self.args.recertify_after,
+                "safe_queries": self.args.safe_queries,
             },
             "segments": {name: _rates(s) for name, s in stats.items() if s["queries"]},
             "events": events,
@@ -293,6 +311,7 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
             f"{s['labels_per_1000']} |"
         )
     lines += ["", "```json", json.dumps(report["events"], indent=2, sort_keys=True), "```"]
+    lines += ["", f"`{report.get('command', '')}` ({report.get('date', '')})"]
     md_path = out / "live-audit.md"
     md_path.write_text("\n".join(lines) + "\n")
     written = [json_path, md_path]
@@ -309,8 +328,16 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
             xs = [t["audited"] for t in points]
             axis.fill_between(
                 xs, [t["lower"] for t in points], [t["upper"] for t in points], alpha=0.3,
-                label=f"live bound, {version}",
+                label=f"cumulative bound, {version}",
             )  # fmt: skip
+            restarted = [t for t in points if t.get("restarts")]
+            if restarted:
+                axis.fill_between(
+                    [t["audited"] for t in restarted],
+                    [t["restart_lower"] for t in restarted],
+                    [t["restart_upper"] for t in restarted],
+                    alpha=0.3, hatch="//", label=f"restarted bound, {version}",
+                )  # fmt: skip
         axis.axhline(report["settings"]["alpha"], color="red", linestyle="--", label="alpha")
         axis.set_xlabel("audited accepted answers (per calibrator)")
         axis.set_ylabel("hallucination rate")

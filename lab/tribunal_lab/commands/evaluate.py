@@ -14,6 +14,11 @@ __all__ = ["EVALUATIONS", "register"]
 
 # name -> (module, one-line help)
 EVALUATIONS: dict[str, tuple[str, str]] = {
+    "coverage": (
+        "tribunal_lab.evaluation.coverage",
+        "certified coverage of one KB before and after phrasings and tribunal tune, per "
+        "alpha and risk-control method, realized on an untouched test split (BANKING77, COVID)",
+    ),
     "debate": (
         "tribunal_lab.evaluation.debate",
         "DREAM debate vs single judge on TREC DL: bAcc on non-escalated, escalation, cost, swap",

@@ -4,7 +4,8 @@ Certify a BANKING77 FAQ on traffic with 10% out-of-scope questions, serve traffi
 it, then traffic that shifts (held-out paraphrases, 35% out of scope), with a share of
 the decisions audited by a simulated reviewer who answers from the ground-truth intents.
 It reports the live hallucination rate before and after the shift, when the shift warning
-fires, how many audited answers the live bound needs to trip the fail-safe, the rate in
+fires (and a fresh bound is started beside the cumulative one), how many audited answers
+the live bounds need to trip the fail-safe, the rate in
 safe mode and after re-certifying on the audited sample, and the reviewer labels per
 1,000 queries.
 
@@ -53,11 +54,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--accept-share", type=float, default=0.2, help="ACCEPTs audited")
     parser.add_argument("--fallback-share", type=float, default=0.1, help="FALLBACKs audited")
     parser.add_argument(
-        "--recertify-after",
+        "--safe-queries",
         type=int,
         default=200,
-        help="reviewed audit items since the shift warning (or the trip) before "
-        "re-certifying on them",
+        help="queries served in safe mode before re-certifying on the items audited since "
+        "the shift warning (or the trip)",
+    )
+    parser.add_argument(
+        "--extended",
+        type=int,
+        default=2500,
+        help="shifted queries beyond the first 1,500 (same proportions; at most the rest of "
+        "the test split)",
     )
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
     parser.set_defaults(func=_run)
@@ -150,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
     from tribunal.confidence import CalibrationConfig, calibrate, read_traffic
     from tribunal.core import load_settings
 
-    data = build_data(args.data, seed=args.seed)
+    data = build_data(args.data, seed=args.seed, extended=args.extended)
     work = cache_dir("live-audit")
     work.mkdir(parents=True, exist_ok=True)
     os.environ["TRIBUNAL_DATA_DIR"] = str((work / "data").resolve())
@@ -188,7 +196,7 @@ def _run(args: argparse.Namespace) -> int:
     report["command"] = (
         f"nice -n 10 tribunal-lab live-audit --alpha {args.alpha} --delta {args.delta} "
         f"--accept-share {args.accept_share} --fallback-share {args.fallback_share} "
-        f"--recertify-after {args.recertify_after} --seed {args.seed}"
+        f"--safe-queries {args.safe_queries} --extended {args.extended} --seed {args.seed}"
     )
     report["date"] = dt.date.today().isoformat()
     report["calibration"] = {

@@ -4,15 +4,19 @@
   inclusion probability (seeded, stratified by confidence, capped by a daily budget);
 - :class:`RateConfidenceSequence` — an anytime-valid confidence sequence on the live
   hallucination rate of accepted answers, inverse-probability weighted;
-- :class:`LiveMonitor` — recomputes a collection's bound from the reviews, runs the
+- :class:`Restart` — a fresh sequence started while serving (when the shift warning comes
+  on, or on a schedule) beside the cumulative one, which answers before a change dilute;
+  δ is split between them (:func:`cumulative_delta`, :func:`restart_delta`);
+- :class:`LiveMonitor` — recomputes a collection's bounds from the reviews, runs the
   shift test against the calibration traffic, and enters the configured safe mode when
-  the bound's lower end rises above α (:class:`StateStore` keeps every state).
+  any bound's lower end rises above α (:class:`StateStore` keeps every state).
 
 Domain logic only: no grpc, no ray.
 """
 
 from ._live import (
     AuditVerdict,
+    LiveBounds,
     LiveMonitor,
     audit_verdicts,
     live_bound,
@@ -20,6 +24,7 @@ from ._live import (
     refresh_after_review,
 )
 from ._recertify import audit_traffic, write_audit_traffic
+from ._restarts import Restart, cumulative_delta, restart_delta
 from ._sampling import AUDIT_REASON, AuditDraw, AuditSampler
 from ._sequence import RateConfidenceSequence, RunningBound
 from ._shift import SHIFT_SIGNALS, ShiftResult, shift_test
@@ -32,18 +37,22 @@ __all__ = [
     "AuditDraw",
     "AuditSampler",
     "AuditVerdict",
+    "LiveBounds",
     "LiveMonitor",
     "LiveState",
     "LiveStateRow",
     "RateConfidenceSequence",
+    "Restart",
     "RunningBound",
     "ShiftResult",
     "StateStore",
     "audit_traffic",
     "audit_verdicts",
+    "cumulative_delta",
     "live_bound",
     "live_signals",
     "refresh_after_review",
+    "restart_delta",
     "shift_test",
     "write_audit_traffic",
 ]

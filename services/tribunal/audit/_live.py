@@ -14,6 +14,7 @@ appended :class:`~._state.LiveState`.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import logging
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from sqlalchemy import Boolean, String, column, select, table
 from ..core import TribunalError
 from ..core.settings import AuditSettings, Settings
 from ..core.storage import AuditDecisionRow, Database, EscalationRow
+from ._restarts import SCHEDULE, SHIFT, Restart, as_utc, cumulative_delta, restart_delta
 from ._sampling import AUDIT_REASON
 from ._sequence import RateConfidenceSequence, RunningBound
 from ._shift import ShiftResult, shift_test
@@ -32,6 +34,7 @@ from ._state import NORMAL, LiveState, StateStore
 
 __all__ = [
     "AuditVerdict",
+    "LiveBounds",
     "LiveMonitor",
     "audit_verdicts",
     "live_bound",
@@ -114,18 +117,52 @@ def _calibrator(row_versions: Any) -> str:
     return str(confidence.get("calibrator", "")) if isinstance(confidence, dict) else ""
 
 
+@dataclass(frozen=True)
+class LiveBounds:
+    """The sequences of one collection and calibrator version at one time."""
+
+    cumulative: RunningBound
+    """Since the calibrator started serving (δ/2)."""
+    restarted: tuple[tuple[Restart, RunningBound], ...]
+    """Each restarted sequence since its start (δ_k), oldest first."""
+    pending: int
+    """Audited answers still waiting for a verdict (the streams stop at the first)."""
+
+    def violation(self, alpha: float) -> str | None:
+        """Why the fail-safe trips (a sequence's lower end above α), or None."""
+        if self.cumulative.lower > alpha:
+            return (
+                f"live bound's lower end {self.cumulative.lower:.4f} > alpha {alpha} "
+                f"after {self.cumulative.audited} audited answers"
+            )
+        for restart, bound in self.restarted:
+            if bound.lower > alpha:
+                return (
+                    f"restarted bound #{restart.index} ({restart.reason}, from "
+                    f"{restart.at.isoformat()}): lower end {bound.lower:.4f} > alpha {alpha} "
+                    f"after {bound.audited} audited answers since its start"
+                )
+        return None
+
+
 def live_bound(
     db: Database,
     settings: AuditSettings,
     *,
     collection: str,
     calibrator_version: str,
-) -> tuple[RunningBound, int]:
-    """The bound on the collection's live rate under the calibrator, and how many audited
-    answers are still waiting for a verdict (the stream stops at the first of them)."""
+    restarts: Sequence[Restart] = (),
+) -> LiveBounds:
+    """The bounds on the collection's live rate under the calibrator: the cumulative one
+    and one per restart (on the answers served after its start)."""
     verdicts = audit_verdicts(db, votes_per_item=settings.votes_per_item)
     statement = (
-        select(AuditDecisionRow.id, AuditDecisionRow.detail, AuditDecisionRow.versions)
+        select(
+            AuditDecisionRow.id,
+            AuditDecisionRow.created_at,
+            AuditDecisionRow.detail,
+            AuditDecisionRow.versions,
+        )
         .where(
             AuditDecisionRow.kind == "answer",
             AuditDecisionRow.collection == collection,
@@ -133,6 +170,7 @@ def live_bound(
         )
         .order_by(AuditDecisionRow.created_at, AuditDecisionRow.id)
     )
+    served_at: list[dt.datetime] = []
     wrong: list[bool] = []
     audited: list[bool] = []
     inclusion: list[float] = []
@@ -140,7 +178,7 @@ def live_bound(
     pending = 0
     with db.session() as session:
         rows = session.execute(statement).all()
-    for audit_id, detail, versions in rows:
+    for audit_id, created_at, detail, versions in rows:
         if _calibrator(versions) != calibrator_version:
             continue
         draw = (detail or {}).get("audit") if isinstance(detail, dict) else None
@@ -153,12 +191,27 @@ def live_bound(
         if pending:
             continue  # past the first answer still waiting: not in the stream yet
         minimum = min(minimum, float(draw.get("min_p") or draw["p"]))
+        served_at.append(as_utc(created_at))
         inclusion.append(float(draw["p"]))
         sampled = bool(draw.get("sampled"))
         audited.append(sampled)
         wrong.append(bool(sampled and verdict is not None and verdict.answers is False))
-    sequence = RateConfidenceSequence(delta=settings.delta, min_inclusion=min(minimum, 1.0))
-    return sequence.running(wrong, audited, inclusion), pending
+    floor = min(minimum, 1.0)
+    cumulative = RateConfidenceSequence(delta=cumulative_delta(settings.delta), min_inclusion=floor)
+    restarted: list[tuple[Restart, RunningBound]] = []
+    for restart in restarts:
+        first = bisect.bisect_right(served_at, restart.at)
+        sequence = RateConfidenceSequence(
+            delta=restart_delta(settings.delta, restart.index), min_inclusion=floor
+        )
+        restarted.append(
+            (restart, sequence.running(wrong[first:], audited[first:], inclusion[first:]))
+        )
+    return LiveBounds(
+        cumulative=cumulative.running(wrong, audited, inclusion),
+        restarted=tuple(restarted),
+        pending=pending,
+    )
 
 
 def _top1_similarity(signals: Any) -> float | None:
@@ -212,29 +265,53 @@ class LiveMonitor:
         actor: str = "monitor",
     ) -> tuple[LiveState, ShiftResult | None]:
         """The collection's state now; appended when it changed."""
-        bound, pending = live_bound(
-            self.db, self.settings, collection=collection, calibrator_version=calibrator_version
+        previous = self.states.latest(collection)
+        restarts = previous.restarts_for(calibrator_version) if previous is not None else []
+        bounds = live_bound(
+            self.db,
+            self.settings,
+            collection=collection,
+            calibrator_version=calibrator_version,
+            restarts=restarts,
         )
         shift = None
         if reference:
             live = live_signals(self.db, collection=collection, window=self.settings.shift_window)
             shift = shift_test(reference, live, level=self.settings.shift_level)
-        previous = self.states.latest(collection)
         mode = previous.mode_for(calibrator_version) if previous is not None else NORMAL
-        detail: dict[str, Any] = {"pending": pending, "estimate": round(bound.estimate, 6)}
-        if mode == NORMAL and bound.lower > alpha:
+        bound = bounds.cumulative
+        detail: dict[str, Any] = {
+            "pending": bounds.pending,
+            "estimate": round(bound.estimate, 6),
+            "cumulative_delta": bound.delta,
+        }
+        violation = bounds.violation(alpha)
+        if mode == NORMAL and violation is not None:
             mode = self.settings.safe_mode
-            detail["entered"] = {
-                "mode": mode,
-                "why": f"live bound's lower end {bound.lower:.4f} > alpha {alpha} "
-                f"after {bound.audited} audited answers",
-            }
+            detail["entered"] = {"mode": mode, "why": violation}
             log.warning(
                 "safe mode entered",
-                extra={"collection": collection, "mode": mode, "lower": bound.lower},
+                extra={"collection": collection, "mode": mode, "why": violation},
             )
         if shift is not None:
             detail["shift"] = shift.to_json()
+        shown: list[dict[str, Any]] = [
+            {**r.to_json(), **_bound_json(b)} for r, b in bounds.restarted
+        ]
+        # A new start is decided last, from what was read above, and holds only answers
+        # served after this moment: a stopping time, never back-dated (see _restarts).
+        reason = self._restart_reason(previous, calibrator_version, shift, bounds)
+        if reason is not None:
+            restart = Restart(len(restarts) + 1, dt.datetime.now(dt.UTC), reason)
+            fresh = {"accepted": 0, "audited": 0, "wrong": 0, "lower": 0.0, "upper": 1.0}
+            delta_k = restart_delta(self.settings.delta, restart.index)
+            shown.append({**restart.to_json(), **fresh, "delta_k": delta_k})
+            log.info(
+                "live bound restarted",
+                extra={"collection": collection, "index": restart.index, "reason": reason},
+            )
+        detail["restarts"] = shown
+        latest = shown[-1] if shown else None
         state = LiveState(
             collection=collection,
             calibrator_version=calibrator_version,
@@ -250,10 +327,52 @@ class LiveMonitor:
             shift_warning=bool(shift is not None and shift.warning),
             actor=actor,
             detail=detail,
+            restarts=len(shown),
+            restart_at=None if latest is None else dt.datetime.fromisoformat(latest["at"]),
+            restart_accepted=0 if latest is None else latest["accepted"],
+            restart_audited=0 if latest is None else latest["audited"],
+            restart_wrong=0 if latest is None else latest["wrong"],
+            restart_lower=0.0 if latest is None else latest["lower"],
+            restart_upper=1.0 if latest is None else latest["upper"],
         )
         if previous is None or not state.same_as(previous):
             self.states.append(state)
         return state, shift
+
+    def _restart_reason(
+        self,
+        previous: LiveState | None,
+        calibrator_version: str,
+        shift: ShiftResult | None,
+        bounds: LiveBounds,
+    ) -> str | None:
+        """Whether to start a fresh sequence now: the shift warning has just come on, or
+        ``restart_every`` accepted answers were served since the latest start."""
+        warned_before = (
+            previous is not None
+            and previous.calibrator_version == calibrator_version
+            and previous.shift_warning
+        )
+        warns = shift is not None and shift.warning
+        if self.settings.restart_on_shift and warns and not warned_before:
+            return SHIFT
+        every = self.settings.restart_every
+        if every:
+            since = bounds.restarted[-1][1] if bounds.restarted else bounds.cumulative
+            if since.accepted >= every:
+                return SCHEDULE
+        return None
+
+
+def _bound_json(bound: RunningBound) -> dict[str, Any]:
+    return {
+        "delta_k": bound.delta,
+        "accepted": bound.accepted,
+        "audited": bound.audited,
+        "wrong": bound.wrong,
+        "lower": round(bound.lower, 6),
+        "upper": round(bound.upper, 6),
+    }
 
 
 def refresh_after_review(db: Database, settings: Settings, item_id: str) -> LiveState | None:

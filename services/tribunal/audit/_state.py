@@ -4,7 +4,10 @@ One append-only table: every change of a collection's live bound, shift warning 
 is a new row (who wrote it, when, what it saw), so the switch into a safe mode is itself
 audited. The latest row of a collection is its state; the gateway reads it per request.
 A safe mode holds for the calibrator version it was shown on: a new artifact (another
-version) serves normally until its own audits say otherwise.
+version) serves normally until its own audits say otherwise. Besides the cumulative bound
+a state carries its latest restarted sequence (see ``_restarts``): its number, start and
+bound as columns, and every restart of the version in ``detail["restarts"]`` — the
+monitor reads them back from the latest state, so a restart holds across processes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from sqlalchemy import JSON, Boolean, DateTime, Float, Index, Integer, String, s
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..core.storage import Base, Database
+from ._restarts import Restart, as_utc
 
 __all__ = ["NORMAL", "LiveState", "LiveStateRow", "StateStore"]
 
@@ -49,6 +53,13 @@ class LiveStateRow(Base):
     shift_warning: Mapped[bool] = mapped_column(Boolean, default=False)
     actor: Mapped[str] = mapped_column(String(128), default="")
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    restarts: Mapped[int] = mapped_column(Integer, default=0)
+    restart_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    restart_accepted: Mapped[int] = mapped_column(Integer, default=0)
+    restart_audited: Mapped[int] = mapped_column(Integer, default=0)
+    restart_wrong: Mapped[int] = mapped_column(Integer, default=0)
+    restart_lower: Mapped[float] = mapped_column(Float, default=0.0)
+    restart_upper: Mapped[float] = mapped_column(Float, default=1.0)
 
     __table_args__ = (Index("ix_audit_live_states_collection", "collection", "created_at"),)
 
@@ -72,20 +83,50 @@ class LiveState:
     shift_warning: bool = False
     actor: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
+    restarts: int = 0
+    """Restarted sequences of this calibrator version so far (0: only the cumulative)."""
+    restart_at: dt.datetime | None = None
+    """Start of the latest restarted sequence: it holds the answers served after it."""
+    restart_accepted: int = 0
+    restart_audited: int = 0
+    restart_wrong: int = 0
+    restart_lower: float = 0.0
+    restart_upper: float = 1.0
     created_at: dt.datetime | None = None
 
     def mode_for(self, calibrator_version: str) -> str:
         """The mode a gateway trusting ``calibrator_version`` serves in."""
         return self.mode if calibrator_version == self.calibrator_version else NORMAL
 
+    def restarts_for(self, calibrator_version: str) -> list[Restart]:
+        """The restarted sequences of ``calibrator_version`` (none for another version)."""
+        if calibrator_version != self.calibrator_version:
+            return []
+        recorded = self.detail.get("restarts") if isinstance(self.detail, dict) else None
+        parsed = (Restart.from_json(item) for item in recorded or [])
+        return [restart for restart in parsed if restart is not None]
+
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["created_at"] = self.created_at.isoformat() if self.created_at else None
+        for name in ("created_at", "restart_at"):
+            moment = getattr(self, name)
+            data[name] = moment.isoformat() if moment else None
         return data
 
     def same_as(self, other: LiveState) -> bool:
-        """Nothing worth a new row changed (bound, counts, mode, warning)."""
-        keys = ("calibrator_version", "accepted", "audited", "wrong", "mode", "shift_warning")
+        """Nothing worth a new row changed (bounds, counts, mode, warning, restarts)."""
+        keys = (
+            "calibrator_version",
+            "accepted",
+            "audited",
+            "wrong",
+            "mode",
+            "shift_warning",
+            "restarts",
+            "restart_accepted",
+            "restart_audited",
+            "restart_wrong",
+        )
         return all(getattr(self, k) == getattr(other, k) for k in keys)
 
 
@@ -129,4 +170,6 @@ class StateStore:
 
 def _state(row: LiveStateRow) -> LiveState:
     values = {name: getattr(row, name) for name in _COLUMNS}
+    if row.restart_at is not None:
+        values["restart_at"] = as_utc(row.restart_at)
     return LiveState(**values, created_at=row.created_at)

@@ -231,13 +231,17 @@ def _live_audit(args: argparse.Namespace, database: Database) -> dict[str, Any]:
     out["estimate"] = state.detail.get("estimate")
     out["pending_reviews"] = state.detail.get("pending")
     out["shift"] = None if shift is None else shift.to_json()
+    restarted = state.detail.get("restarts") or []
+    # The latest restarted bound (answers since the shift warning came on, or the last
+    # scheduled restart); all of them are in detail.restarts.
+    out["restarted"] = restarted[-1] if restarted else None
     out["note"] = (
         f"SAFE MODE ({state.mode}): the live rate is above alpha at confidence "
         f"{1 - state.delta:g}; re-certify with `tribunal calibrate --collection {collection} "
         "--from-audit`"
         if state.mode != "normal"
-        else "the live bound holds at every time at once with probability "
-        f">= {1 - state.delta:g}, whatever the traffic"
+        else "the live bounds (cumulative and restarted) hold at every time at once with "
+        f"probability >= {1 - state.delta:g}, whatever the traffic"
     )
     return out
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["calibration_config", "register"]
 
 _SIGNALS_FORMAT = "tribunal.calibration-signals/1"
+_OBSERVE_WORKERS = 8
+"""Queries in flight at once while calibrating (the gateway's stages batch them)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -232,25 +235,39 @@ def _observe(
         stats = transport.call(
             "retrieval", "Stats", retrieval_pb2.StatsRequest(collection=collection), 60.0
         )
-        for item in tqdm(traffic.queries, desc="retrieve + match", unit="query"):
+
+        def one(item: Any) -> Any:
             try:
-                found = pipeline.candidate_signals(
+                return pipeline.candidate_signals(
                     gateway_pb2.AnswerRequest(query=item.query, collection=collection)
                 )
             except StageError as failure:
-                # The gateway falls back on this query whatever the threshold: it stays in
-                # the traffic with no candidate (never accepted), and the count is printed.
-                failures.append(f"{item.query[:60]!r}: {failure}")
-                observed.append([])
-                continue
-            observed.append(
-                [
-                    _observed(entry_id, signals)
-                    for entry_id, signals in zip(found.entry_ids, found.signals, strict=True)
-                ]
+                return failure
+
+        # Concurrent queries, as live traffic arrives: the stages' micro-batching
+        # embedders then embed several queries in one model pass. Order is kept.
+        with ThreadPoolExecutor(max_workers=_OBSERVE_WORKERS) as pool:
+            replies = tqdm(
+                pool.map(one, traffic.queries),
+                total=len(traffic),
+                desc="retrieve + match",
+                unit="query",
             )
-            if found.versions.matcher:
-                versions.add((found.versions.collection_version, found.versions.matcher))
+            for item, found in zip(traffic.queries, replies, strict=True):
+                if isinstance(found, StageError):
+                    # The gateway falls back on this query whatever the threshold: it stays
+                    # in the traffic with no candidate (never accepted); the count is printed.
+                    failures.append(f"{item.query[:60]!r}: {found}")
+                    observed.append([])
+                    continue
+                observed.append(
+                    [
+                        _observed(entry_id, signals)
+                        for entry_id, signals in zip(found.entry_ids, found.signals, strict=True)
+                    ]
+                )
+                if found.versions.matcher:
+                    versions.add((found.versions.collection_version, found.versions.matcher))
     finally:
         transport.close()
         if host is not None:

@@ -13,11 +13,16 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import InvalidArgumentError, load_settings
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from ..confidence import Traffic
+    from ..core import Settings
+    from ..tuning import TuneConfig, TunedMatcher, TuneOutcome
+
+__all__ = ["register", "tune_collection"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -70,20 +75,14 @@ def _collection(settings: Any, name: str) -> tuple[Any, str, int]:
         tuple(e.id for e in entries),
         tuple(e.question for e in entries),
         tuple(e.answer for e in entries),
+        tuple(e.phrasings() or (e.question,) for e in entries),
     )
     return texts, version, len(entries)
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-
     from ..confidence import read_traffic
-    from ..core import load_embedder
-    from ..embedding import load_profile_embedder
-    from ..embedding._embedding import SentenceTransformerEmbedder
-    from ..ensemble import MatchFeaturesArtifact
-    from ..ensemble._feature_artifact import features_path
-    from ..tuning import TuneConfig, TunedMatcher, config_record, tune_matcher, tuned_root
+    from ..tuning import TuneConfig
     from .calibrate import _with_classes
 
     settings = load_settings(args.profile)
@@ -99,9 +98,49 @@ def _tune(args: argparse.Namespace) -> int:
     traffic = read_traffic(args.traffic)
     if args.classes is not None:
         traffic = _with_classes(traffic, args.classes)
-    entries, content_version, size = _collection(settings, args.collection)
+    started = time.perf_counter()
+    sealed, final, outcome = tune_collection(
+        settings, args.collection, traffic, config, base=args.base, created=args.created
+    )
+    before, after = outcome.metrics["before"], outcome.metrics["after"]
+    print(
+        f"held-out ({outcome.metrics['heldout_queries']} queries, "
+        f"{outcome.metrics['heldout_pairs']} pairs): AUROC {before['auroc']:.3f} -> "
+        f"{after['auroc']:.3f}; top-1 {before['top1_accuracy']:.3f} -> "
+        f"{after['top1_accuracy']:.3f}"
+    )
+    print(
+        f"wrote {final} ({sealed.version}; current for collection {args.collection!r}) in "
+        f"{time.perf_counter() - started:.0f} s. Certify it on the held-out part: "
+        f"`tribunal calibrate --collection {args.collection} --traffic {args.traffic}`"
+    )
+    return 0
+
+
+def tune_collection(
+    settings: Settings,
+    collection: str,
+    traffic: Traffic,
+    config: TuneConfig,
+    *,
+    base: str | None = None,
+    created: str | None = None,
+) -> tuple[TunedMatcher, Path, TuneOutcome]:
+    """What ``tribunal tune`` does once its inputs are read: tune, seal, write
+    ``DATA_DIR/tuned/<collection>/<version>/`` and make it current; the sealed matcher,
+    its directory and the outcome."""
+    from datetime import UTC, datetime
+
+    from ..core import load_embedder
+    from ..embedding import load_profile_embedder
+    from ..embedding._embedding import SentenceTransformerEmbedder
+    from ..ensemble import MatchFeaturesArtifact
+    from ..ensemble._feature_artifact import features_path
+    from ..tuning import TunedMatcher, config_record, tune_matcher, tuned_root
+
+    entries, content_version, size = _collection(settings, collection)
     served = MatchFeaturesArtifact.load(features_path(settings))
-    base_key = args.base or served.embedder.model_key
+    base_key = base or served.embedder.model_key
     spec = settings.models.get(base_key)
     if spec is None or spec.kind != "embedder":
         raise InvalidArgumentError(
@@ -110,10 +149,9 @@ def _tune(args: argparse.Namespace) -> int:
             field="base",
         )
     base_name = spec.artifact or spec.hf_id or base_key
-    started = time.perf_counter()
-    root = tuned_root(settings.data_dir, args.collection)
+    root = tuned_root(settings.data_dir, collection)
     root.mkdir(parents=True, exist_ok=True)
-    name = f"{base_name}+tuned:{args.collection}"
+    name = f"{base_name}+tuned:{collection}"
 
     def wrap(model: Any) -> SentenceTransformerEmbedder:
         return SentenceTransformerEmbedder(
@@ -140,7 +178,7 @@ def _tune(args: argparse.Namespace) -> int:
         outcome.head.save(staged / "match-features.json")
         manifest = {
             "binding": {
-                "collection": args.collection,
+                "collection": collection,
                 "collection_version": content_version,
                 "entries": size,
             },
@@ -156,7 +194,7 @@ def _tune(args: argparse.Namespace) -> int:
             "examples": outcome.examples,
             "metrics": outcome.metrics,
             "seconds": round(outcome.seconds, 1),
-            "created": args.created or datetime.now(UTC).isoformat(timespec="seconds"),
+            "created": created or datetime.now(UTC).isoformat(timespec="seconds"),
         }
         sealed = TunedMatcher.seal(staged, manifest)
         final = root / sealed.version
@@ -164,16 +202,4 @@ def _tune(args: argparse.Namespace) -> int:
             shutil.rmtree(final)
         staged.rename(final)
     (root / "current").write_text(sealed.version + "\n", encoding="utf-8")
-    before, after = outcome.metrics["before"], outcome.metrics["after"]
-    print(
-        f"held-out ({outcome.metrics['heldout_queries']} queries, "
-        f"{outcome.metrics['heldout_pairs']} pairs): AUROC {before['auroc']:.3f} -> "
-        f"{after['auroc']:.3f}; top-1 {before['top1_accuracy']:.3f} -> "
-        f"{after['top1_accuracy']:.3f}"
-    )
-    print(
-        f"wrote {final} ({sealed.version}; current for collection {args.collection!r}) in "
-        f"{time.perf_counter() - started:.0f} s. Certify it on the held-out part: "
-        f"`tribunal calibrate --collection {args.collection} --traffic {args.traffic}`"
-    )
-    return 0
+    return sealed, final, outcome

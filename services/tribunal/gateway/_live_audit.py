@@ -54,6 +54,14 @@ class LiveAudit:
             audited=state.audited,
             mode=mode,
             shift_warning=state.shift_warning,
+            restart=(
+                state.restarts,
+                state.restart_lower,
+                state.restart_upper,
+                state.restart_audited,
+            )
+            if state.calibrator_version == calibrator_version
+            else (0, 0.0, 1.0, 0),
         )
         return mode
 

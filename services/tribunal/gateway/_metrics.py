@@ -16,6 +16,10 @@ __all__ = [
     "LIVE_AUDITED",
     "LIVE_LOWER",
     "LIVE_UPPER",
+    "RESTARTS",
+    "RESTART_AUDITED",
+    "RESTART_LOWER",
+    "RESTART_UPPER",
     "SAFE_MODE",
     "SHIFT_WARNING",
     "STAGE_LATENCY",
@@ -56,6 +60,34 @@ LIVE_AUDITED = Metric(
     "Accepted answers audited by reviewers in the live bound's stream.",
     ["collection"],
 )
+# The latest restarted sequence (started when the shift warning came on, or on schedule):
+# it sees a change that the answers before it would dilute in the cumulative bound.
+RESTART_LOWER = Metric(
+    "gauge",
+    "tribunal_audit_restart_rate_lower",
+    "Lower end of the latest restarted bound on the live hallucination rate (answers since "
+    "its start).",
+    ["collection"],
+)
+RESTART_UPPER = Metric(
+    "gauge",
+    "tribunal_audit_restart_rate_upper",
+    "Upper end of the latest restarted bound on the live hallucination rate (answers since "
+    "its start).",
+    ["collection"],
+)
+RESTART_AUDITED = Metric(
+    "gauge",
+    "tribunal_audit_restart_audited",
+    "Accepted answers audited by reviewers since the latest restarted bound started.",
+    ["collection"],
+)
+RESTARTS = Metric(
+    "gauge",
+    "tribunal_audit_restarts",
+    "Restarted bounds of the served calibrator version so far (0: only the cumulative one).",
+    ["collection"],
+)
 SAFE_MODE = Metric(
     "gauge",
     "tribunal_audit_safe_mode",
@@ -82,12 +114,25 @@ SAFE_MODES = ("fallback", "escalate", "stricter")
 
 
 def record_live_state(
-    collection: str, *, lower: float, upper: float, audited: int, mode: str, shift_warning: bool
+    collection: str,
+    *,
+    lower: float,
+    upper: float,
+    audited: int,
+    mode: str,
+    shift_warning: bool,
+    restart: tuple[int, float, float, int] = (0, 0.0, 1.0, 0),
 ) -> None:
-    """The gauges of a collection's live audit (its latest live state)."""
+    """The gauges of a collection's live audit (its latest live state); ``restart``: the
+    latest restarted bound's (number of restarts, lower, upper, audited)."""
     LIVE_LOWER.labels(collection).set(lower)
     LIVE_UPPER.labels(collection).set(upper)
     LIVE_AUDITED.labels(collection).set(audited)
+    restarts, restart_lower, restart_upper, restart_audited = restart
+    RESTARTS.labels(collection).set(restarts)
+    RESTART_LOWER.labels(collection).set(restart_lower)
+    RESTART_UPPER.labels(collection).set(restart_upper)
+    RESTART_AUDITED.labels(collection).set(restart_audited)
     SHIFT_WARNING.labels(collection).set(1.0 if shift_warning else 0.0)
     for name in SAFE_MODES:
         SAFE_MODE.labels(collection, name).set(1.0 if mode == name else 0.0)

@@ -113,6 +113,7 @@ def _entry(message: common_pb2.KbEntry) -> KbEntry:
         answer=message.answer,
         metadata=dict(message.metadata),
         chunks=tuple(Chunk(c.id, c.text, c.title) for c in message.chunks),
+        questions=tuple(message.questions),
     )
 
 

@@ -3,7 +3,9 @@
 The same definitions as :func:`tribunal.ensemble.match_feature_values` (which the
 served matcher computes pair by pair): cosines of normalised vectors of the query
 with the entry's question, answer and question + answer, and rapidfuzz's token-set
-ratio / 100 of the query and the question. A test keeps the two equal.
+ratio / 100 of the query and the question. An entry with several phrasings takes, for
+each question feature, the maximum over its phrasings, as the served matcher does. A
+test keeps the two equal.
 """
 
 from __future__ import annotations
@@ -28,6 +30,15 @@ class EntryTexts:
     ids: tuple[str, ...]
     questions: tuple[str, ...]
     answers: tuple[str, ...]
+    phrasings: tuple[tuple[str, ...], ...] = ()
+    """Per entry, every phrasing of its question (``question`` first); empty: the
+    questions alone."""
+
+    def all_phrasings(self) -> tuple[tuple[str, ...], ...]:
+        """Per entry, its phrasings (its question alone when none were given)."""
+        if not self.phrasings:
+            return tuple((q,) for q in self.questions)
+        return tuple(texts or (q,) for texts, q in zip(self.phrasings, self.questions, strict=True))
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,6 @@ def pair_features(queries: Sequence[str], entries: EntryTexts, embedder: Embedde
     """Every :data:`~tribunal.ensemble.MATCH_FEATURES` value of every pair."""
     from rapidfuzz import fuzz, process, utils
 
-    both = [f"{q} {a}" for q, a in zip(entries.questions, entries.answers, strict=True)]
     query_vectors = embedder.embed(list(queries), progress=True).astype(np.float64)
 
     def cosine(texts: Sequence[str]) -> NDArray[np.float64]:
@@ -55,18 +65,30 @@ def pair_features(queries: Sequence[str], entries: EntryTexts, embedder: Embedde
         product: NDArray[np.float64] = query_vectors @ vectors.T
         return product
 
+    phrasings = entries.all_phrasings()
+    owner = np.asarray([j for j, texts in enumerate(phrasings) for _ in texts], dtype=np.int64)
+    flat = [text for texts in phrasings for text in texts]
+    both = [f"{text} {entries.answers[int(j)]}" for text, j in zip(flat, owner, strict=True)]
+
+    def by_entry(per_phrasing: NDArray[np.float64]) -> NDArray[np.float64]:
+        # The best phrasing of each entry decides (the served matcher's maximum).
+        reduced = np.full((per_phrasing.shape[0], len(phrasings)), -np.inf)
+        for j in range(len(phrasings)):
+            reduced[:, j] = per_phrasing[:, owner == j].max(axis=1)
+        return reduced
+
     token_set = process.cdist(
         list(queries),
-        list(entries.questions),
+        flat,
         scorer=fuzz.token_set_ratio,
         processor=utils.default_process,
         dtype=np.float64,
     )
     return PairFeatures(
         {
-            "cos_question": cosine(entries.questions),
+            "cos_question": by_entry(cosine(flat)),
             "cos_answer": cosine(entries.answers),
-            "cos_question_answer": cosine(both),
-            "token_set": np.asarray(token_set, dtype=np.float64) / 100.0,
+            "cos_question_answer": by_entry(cosine(both)),
+            "token_set": by_entry(np.asarray(token_set, dtype=np.float64) / 100.0),
         }
     )

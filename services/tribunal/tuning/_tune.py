@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Sequence
@@ -135,28 +136,54 @@ def _answer_matrix(traffic: Traffic, rows: Sequence[int], entries: EntryTexts) -
 
 
 def _examples(
-    traffic: Traffic, split: TuneSplit, entries: EntryTexts, base: Embedder
+    traffic: Traffic, split: TuneSplit, entries: EntryTexts, base: Embedder, seed: int
 ) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """(anchor, positive, negative) triples for the contrastive loss."""
+    """(anchor, positive, negative) triples for the contrastive loss.
+
+    Each train query is an anchor once per right entry: its positive is one of that
+    entry's phrasings (seeded), its negative the phrasing of the wrong entry closest to
+    it under the base model — the confusion the tune must undo. Each entry's phrasings
+    are positives of each other (consecutive pairs), with the closest phrasing of
+    another entry as negative; so are entries named together in a train query's answers.
+    """
+    rng = np.random.default_rng(seed)
+    phrasings = entries.all_phrasings()
+    owner = np.asarray([j for j, texts in enumerate(phrasings) for _ in texts], dtype=np.int64)
+    flat = [text for texts in phrasings for text in texts]
+    flat_vectors = base.embed(flat).astype(np.float64)
+
+    def closest_other(vector: NDArray[np.float64], right: NDArray[np.bool_]) -> str:
+        """The phrasing of a wrong entry (``right`` False) closest to ``vector``."""
+        similarity = flat_vectors @ vector
+        similarity[right[owner]] = -np.inf
+        return flat[int(np.argmax(similarity))]
+
     rows = [i for i in split.train if traffic.queries[i].answers]
     right = _answer_matrix(traffic, rows, entries)
     keep: NDArray[np.bool_] = np.asarray(right.any(axis=1), dtype=bool)
     rows = [r for r, k in zip(rows, keep.tolist(), strict=True) if k]
     right = right[keep]
     queries = [traffic.queries[r].query for r in rows]
-    similarity = base.embed(queries).astype(np.float64) @ base.embed(list(entries.questions)).T
-    similarity[right] = -np.inf
-    hardest = np.argmax(similarity, axis=1)
+    query_vectors = base.embed(queries).astype(np.float64) if queries else np.zeros((0, 1))
     anchor: list[str] = []
     positive: list[str] = []
     negative: list[str] = []
     for i, query in enumerate(queries):
-        for j in np.flatnonzero(right[i]):
+        hard = closest_other(query_vectors[i], right[i])
+        for column in np.flatnonzero(right[i]):
+            texts = phrasings[int(column)]
             anchor.append(query)
-            positive.append(entries.questions[int(j)])
-            negative.append(entries.questions[int(hardest[i])])
+            positive.append(texts[int(rng.integers(len(texts)))])
+            negative.append(hard)
     query_triples = len(anchor)
-    # Phrasings that answer alike (named together in one train query's answers) are
+    alone = np.eye(len(phrasings), dtype=bool)
+    for entry, texts in enumerate(phrasings):
+        for first, second in itertools.pairwise(texts):
+            anchor.append(first)
+            positive.append(second)
+            negative.append(closest_other(flat_vectors[flat.index(first)], alone[entry]))
+    phrasing_pairs = len(anchor) - query_triples
+    # Entries that answer alike (named together in one train query's answers) are
     # positives of each other; their hard negative is the first query's.
     seen: set[tuple[int, int]] = set()
     for i in range(len(rows)):
@@ -167,8 +194,12 @@ def _examples(
                     seen.add((a, b))
                     anchor.append(entries.questions[a])
                     positive.append(entries.questions[b])
-                    negative.append(entries.questions[int(hardest[i])])
-    counts = {"query_triples": query_triples, "phrasing_pairs": len(anchor) - query_triples}
+                    negative.append(closest_other(query_vectors[i], right[i]))
+    counts = {
+        "query_triples": query_triples,
+        "phrasing_pairs": phrasing_pairs,
+        "answer_pairs": len(anchor) - query_triples - phrasing_pairs,
+    }
     return {"anchor": anchor, "positive": positive, "negative": negative}, counts
 
 
@@ -312,11 +343,11 @@ def tune_matcher(
         seed=config.seed,
     )
     check_enough(traffic, split, entries, config)
-    columns, examples = _examples(traffic, split, entries, base_embedder)
+    columns, examples = _examples(traffic, split, entries, base_embedder, config.seed)
     print(
         f"tune: {len(split.train)} train / {len(split.head)} head / {len(split.heldout)} held-out "
         f"queries; {examples['query_triples']} query triples + {examples['phrasing_pairs']} "
-        "phrasing pairs"
+        f"phrasing pairs + {examples['answer_pairs']} answer pairs"
     )
     heldout_queries = [traffic.queries[i].query for i in split.heldout]
     heldout_right = _answer_matrix(traffic, split.heldout, entries)

@@ -47,6 +47,11 @@ class AuditSettings(Section):
     shift_level: float = Field(0.001, gt=0.0, lt=1.0)
     """Level of the shift test (Bonferroni over the signals compared); it is repeated after
     every review, so it is kept small."""
+    restart_on_shift: bool = True
+    """Start a fresh live bound when the shift warning comes on, beside the cumulative one
+    (which the answers before a shift dilute); the fail-safe trips on either."""
+    restart_every: int = Field(0, ge=0, le=100_000_000)
+    """Also start a fresh live bound every this many accepted answers (0: never)."""
 
     @model_validator(mode="after")
     def _check(self) -> AuditSettings:

@@ -1,0 +1,83 @@
+"""``tribunal-lab eval coverage``'s domains and arithmetic on tiny fixtures: the KB, the
+traffic and the test split never share a query; out-of-scope rows are labelled so; the
+queries a certificate would take follow the Clopper–Pearson bound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tribunal.confidence import clopper_pearson_upper
+from tribunal.kb import KbEntry
+from tribunal_lab.evaluation._coverage_domains import (
+    banking77_domain,
+    intent_answer,
+    with_phrasings,
+)
+from tribunal_lab.evaluation._coverage_report import required_risk_queries
+
+
+def _write(path: Path, rows: list[dict[str, str]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _banking(tmp_path: Path) -> Path:
+    intents = [f"intent_{k}" for k in range(6)]
+    _write(
+        tmp_path / "train.jsonl",
+        [{"query": f"train {k} {i}", "intent": t} for k, t in enumerate(intents) for i in range(8)],
+    )
+    _write(
+        tmp_path / "test.jsonl",
+        [{"query": f"test {k} {i}", "intent": t} for k, t in enumerate(intents) for i in range(3)],
+    )
+    return tmp_path
+
+
+def test_banking77_domain_keeps_kb_traffic_and_test_apart(tmp_path: Path) -> None:
+    folder = _banking(tmp_path)
+    domain = banking77_domain(folder, seed=0, traffic_size=20, heldout_intents=2, phrasings=3)
+    again = banking77_domain(folder, seed=0, traffic_size=20, heldout_intents=2, phrasings=3)
+    assert domain == again
+    outside = set(domain.described["heldout_intents"])
+    assert len(outside) == 2
+    assert {e.id for e in domain.one} == {f"intent_{k}" for k in range(6)} - outside
+    assert all(len(e.phrasings()) == 3 for e in domain.phrased or ())
+    assert [e.question for e in domain.one] == [e.question for e in domain.phrased or ()]
+    assert domain.one[0].answer == intent_answer(domain.one[0].id)
+    phrasings = {p for e in domain.phrased or () for p in e.phrasings()}
+    traffic = {r["query"] for r in domain.traffic}
+    assert len(domain.traffic) == 20
+    assert not phrasings & traffic
+    assert len(domain.test) == 18
+    for row in (*domain.traffic, *domain.test):
+        intent = f"intent_{row['query'].split()[1]}"
+        assert row["answers"] == ([] if intent in outside else [intent])
+    sampled = banking77_domain(
+        folder, seed=0, traffic_size=20, heldout_intents=2, phrasings=3, test_size=5
+    )
+    assert len(sampled.test) == 5
+
+
+def test_with_phrasings_adds_each_query_to_every_entry_answering_it() -> None:
+    entries = (KbEntry("a", "qa", "A."), KbEntry("b", "qb", "B."), KbEntry("c", "qc", "C."))
+    rows = [
+        {"query": "x", "answers": ["a", "b"]},
+        {"query": "y", "answers": ["a"]},
+        {"query": "y", "answers": ["a"]},
+        {"query": "qc", "answers": ["c"]},
+        {"query": "z", "answers": []},
+    ]
+    out, added = with_phrasings(entries, rows)
+    assert [e.phrasings() for e in out] == [("qa", "x", "y"), ("qb", "x"), ("qc",)]
+    assert added == 3
+
+
+def test_required_queries_is_the_first_n_whose_bound_reaches_alpha() -> None:
+    n = required_risk_queries(0.04, 0.5, 0.1, 0.1)
+    assert n is not None
+    accepted = round(0.5 * n)
+    assert clopper_pearson_upper(round(0.04 * accepted), accepted, 0.1) <= 0.1
+    before = round(0.5 * (n - 1))
+    assert clopper_pearson_upper(round(0.04 * before), before, 0.1) > 0.1
+    assert required_risk_queries(0.12, 0.5, 0.1, 0.1) is None
