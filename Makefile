@@ -104,7 +104,11 @@ bench: install ## benchmarks: ratios measured side by side in one run
 # ends exactly that cluster (never `ray stop`, which would end every Ray on the machine).
 SERVE_DIR ?= .build/serve
 SERVE_ARGS ?= --set llm.n_threads=1
+# Ray's token auth, every Ray port on loopback (RAY_HOST=<address> opens them to the
+# network), Serve's gRPC proxy behind mutual TLS (client files in $(RAY_TMPDIR)/tls).
 RAY_AUTH ?= token
+RAY_HOST ?= 127.0.0.1
+SERVE_TLS ?= mutual
 SERVE_WAIT ?= 900
 
 serve: install ## run every service on a local Ray Serve (gRPC proxy 127.0.0.1:9000, metadata application: gateway)
@@ -114,7 +118,8 @@ serve: install ## run every service on a local Ray Serve (gRPC proxy 127.0.0.1:9
 	$(BIN)/tribunal serve config --profile $(PROFILE) -o $(SERVE_DIR)/serve.yaml $(SERVE_ARGS)
 	rm -f $(SERVE_DIR)/ready.json
 	nohup $(BIN)/tribunal --log-level INFO serve deploy --config $(SERVE_DIR)/serve.yaml \
-	  --ray-auth $(RAY_AUTH) --ready-file $(SERVE_DIR)/ready.json > $(SERVE_DIR)/log 2>&1 & \
+	  --ray-auth $(RAY_AUTH) --ray-host $(RAY_HOST) --tls $(SERVE_TLS) \
+	  --ready-file $(SERVE_DIR)/ready.json > $(SERVE_DIR)/log 2>&1 & \
 	  echo $$! > $(SERVE_DIR)/pid
 	@echo "deploying (pid $$(cat $(SERVE_DIR)/pid), log $(SERVE_DIR)/log) ..."
 	@for i in $$(seq 1 $(SERVE_WAIT)); do \

@@ -48,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--token-env", default="", help="environment variable holding a bearer token to send"
     )
+    parser.add_argument(
+        "--tls-dir",
+        type=Path,
+        default=None,
+        help="mutual TLS with the files tribunal serve deploy writes (make serve: "
+        ".build/ray/tls); omit for a plaintext target",
+    )
     parser.add_argument("--out", type=Path, default=Path(".build/loadtest/run.json"))
     parser.add_argument("--png", type=Path, help="plot path (default: --out with .png)")
     return parser
@@ -63,6 +70,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         token=os.environ.get(args.token_env) if args.token_env else None,
         timeout_s=args.timeout,
         collection=args.collection,
+        tls_dir=args.tls_dir,
     )
     try:
         if args.method == "Answer":

@@ -58,6 +58,22 @@ def read_inputs(path: Path | None, method: str) -> list[str] | list[LabelItem]:
     return [LabelItem(r["query"], r["chunk"], tuple(r.get("answers", ()))) for r in rows]
 
 
+def _channel(target: str, tls_dir: Path | None) -> grpc.Channel:
+    """Plaintext, or mutual TLS with the files ``tribunal serve deploy`` writes into its
+    temp dir's ``tls/`` (``ca.crt``, ``client.crt``, ``client.key``)."""
+    if tls_dir is None:
+        return grpc.insecure_channel(target)
+    files = [tls_dir / name for name in ("ca.crt", "client.key", "client.crt")]
+    missing = [str(path) for path in files if not path.is_file()]
+    if missing:
+        raise SystemExit(f"--tls-dir {tls_dir}: missing {', '.join(missing)}")
+    ca, key, cert = (path.read_bytes() for path in files)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=ca, private_key=key, certificate_chain=cert
+    )
+    return grpc.secure_channel(target, credentials)
+
+
 class GatewayClient:
     """One channel to a gateway (direct, or Serve's gRPC proxy with ``application``)."""
 
@@ -69,9 +85,10 @@ class GatewayClient:
         token: str | None = None,
         timeout_s: float = 120.0,
         collection: str = "",
+        tls_dir: Path | None = None,
     ) -> None:
         check_loopback(target)
-        self.channel = grpc.insecure_channel(target)
+        self.channel = _channel(target, tls_dir)
         self.stub = gateway_pb2_grpc.GatewayServiceStub(self.channel)  # type: ignore[no-untyped-call]
         metadata: list[tuple[str, str]] = []
         if application:

@@ -21,6 +21,7 @@ from .commands import models as models_commands
 from .commands import ops as ops_commands
 from .commands import review as review_commands
 from .commands import serve as serve_commands
+from .commands import tls as tls_commands
 from .commands import tune as tune_commands
 from .core import TribunalError, configure_logging, quiet_third_party
 
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     label_commands.register(sub)
     review_commands.register(sub)
     credentials_commands.register(sub)
+    tls_commands.register(sub)
     return parser
 
 

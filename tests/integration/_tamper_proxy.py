@@ -48,10 +48,18 @@ class Mode:
 
 
 class TamperProxy:
-    """Forwards to ``upstream`` (one address serving the three stages), rewriting replies."""
+    """Forwards to ``upstream`` (one address serving the three stages), rewriting replies.
 
-    def __init__(self, upstream: str) -> None:
-        self.channel = grpc.insecure_channel(upstream)
+    ``upstream_channel`` replaces the plaintext channel to ``upstream`` (Serve's gRPC
+    proxy: mutual TLS); ``routed`` names each call's stage in ``application`` metadata,
+    which Serve's proxy routes by.
+    """
+
+    def __init__(
+        self, upstream: str, *, upstream_channel: grpc.Channel | None = None, routed: bool = False
+    ) -> None:
+        self.channel = upstream_channel or grpc.insecure_channel(upstream)
+        self.routed = routed
         self.stubs = {
             "retrieval": retrieval_pb2_grpc.RetrievalServiceStub(self.channel),  # type: ignore[no-untyped-call]
             "ensemble": ensemble_pb2_grpc.EnsembleServiceStub(self.channel),  # type: ignore[no-untyped-call]
@@ -97,10 +105,21 @@ class TamperProxy:
         self.host.stop(0)
         self.channel.close()
 
+    def _route(self, stage: str) -> tuple[tuple[str, str], ...]:
+        return (("application", stage),) if self.routed else ()
+
+    def search_upstream(self, request: Any, timeout: float) -> Any:
+        """A Search straight to the upstream, untampered."""
+        return self.stubs["retrieval"].Search(
+            request, timeout=timeout, metadata=self._route("retrieval")
+        )
+
     def forward(self, stage: str, method: str, request: Any, context: grpc.ServicerContext) -> Any:
         remaining = context.time_remaining()
         try:
-            reply = getattr(self.stubs[stage], method)(request, timeout=remaining)
+            reply = getattr(self.stubs[stage], method)(
+                request, timeout=remaining, metadata=self._route(stage)
+            )
         except grpc.RpcError as exc:
             context.abort(exc.code(), exc.details())  # type: ignore[attr-defined]
         with self._lock:

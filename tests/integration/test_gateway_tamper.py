@@ -556,9 +556,9 @@ def _planted(kb: KnowledgeBase) -> dict[str, KbEntry]:
     }
 
 
-@pytest.fixture(scope="module")
-def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stages]:
-    """The verified KB, the real stages on one server, the proxy in front of them."""
+def write_signed_kb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, KbSigner]:
+    """The verified, signed KB with the planted entries, in a new data dir; the stages'
+    settings and the writer's key (whose private file then leaves the data dir)."""
     data_dir = tmp_path_factory.mktemp("tamper")
     settings = _settings(data_dir)
     # The test is the KB's writer: it holds the signing key; the stage server never loads it.
@@ -589,16 +589,28 @@ def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stages]:
     # Neither the stages nor the gateway need the private key: it leaves the data dir.
     private = data_dir / "keys" / "kb-signing.key"
     private.rename(tmp_path_factory.mktemp("writer") / private.name)
+    return settings, signer
+
+
+def capture_foreign(proxy: TamperProxy) -> None:
+    """Another collection's signed reply, for the mode that splices it in."""
+    CAPTURED["foreign"] = proxy.search_upstream(
+        retrieval_pb2.SearchRequest(collection=OTHER, query=BLEACH_QUERY, top_k=1), timeout=120
+    )
+    assert CAPTURED["foreign"].hits[0].HasField("served")
+
+
+@pytest.fixture(scope="module")
+def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stages]:
+    """The verified KB, the real stages on one server, the proxy in front of them."""
+    settings, signer = write_signed_kb(tmp_path_factory)
+    data_dir = settings.data_dir
     host = build_stage_host(settings, ("retrieval", "ensemble", "confidence"))
     port = host.start()
     proxy = TamperProxy(f"127.0.0.1:{port}")
     try:
         assert host.wait_until_ready(900), host.load_error
-        CAPTURED["foreign"] = proxy.stubs["retrieval"].Search(
-            retrieval_pb2.SearchRequest(collection=OTHER, query=BLEACH_QUERY, top_k=1),
-            timeout=120,
-        )
-        assert CAPTURED["foreign"].hits[0].HasField("served")
+        capture_foreign(proxy)
         yield Stages(data_dir, proxy, proxy.start(), signer)
     finally:
         proxy.stop()

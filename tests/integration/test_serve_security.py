@@ -1,12 +1,20 @@
-"""Serve's gRPC proxy on a real local Ray: every application checks credentials and roles.
+"""Serve's gRPC proxy on a real local Ray: nothing opens by default, every application
+checks credentials and roles.
 
 Only the retrieval application is deployed (the KB is what an attacker writes), by
-``tribunal serve config`` and ``tribunal serve deploy`` as an operator runs them, with
-a credentials file: Ray's own token auth on (the command's default, so
-``RAY_AUTH_MODE`` is set deliberately), the proxy bound to 127.0.0.1. Through the
-proxy an Upsert without a credential is UNAUTHENTICATED, with a query credential
-PERMISSION_DENIED, with an admin credential it is applied and audited under the
-credential's name.
+``tribunal serve config`` and ``tribunal serve deploy`` with its defaults, as ``make
+serve`` runs them, with a credentials file:
+
+- Ray's own token auth is on (so ``RAY_AUTH_MODE`` is set deliberately): a job submitted
+  to Ray's Jobs API without the token is refused (401), with it accepted;
+- every TCP port of the deployment's processes (Ray's and the proxy's) listens on
+  127.0.0.1 only;
+- the proxy serves mutual TLS: a plaintext client and a TLS client without the
+  deployment's client certificate are cut off in the handshake.
+
+Through the proxy (with the client certificate) an Upsert without a credential is
+UNAUTHENTICATED, with a query credential PERMISSION_DENIED, with an admin credential it
+is applied and audited under the credential's name.
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import grpc
@@ -48,6 +58,51 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _listening_sockets(root: int) -> list[tuple[str, str, int]]:
+    """(process, address, port) of every listening TCP socket of ``root`` and its
+    descendants (the deploy command, its Ray and every worker)."""
+    rows = []
+    parent = psutil.Process(root)
+    for process in [parent, *parent.children(recursive=True)]:
+        try:
+            connections = process.net_connections(kind="tcp")
+            name = process.name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        rows += [
+            (name, c.laddr.ip, c.laddr.port) for c in connections if c.status == psutil.CONN_LISTEN
+        ]
+    return rows
+
+
+def _submit_job(port: int, token: str | None) -> int:
+    """POST a job to Ray's Jobs API (the node agent's, which ``ray job submit`` reaches);
+    the HTTP status."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/job_agent/jobs/",
+        data=json.dumps({"entrypoint": "echo submitted", "submission_id": None}).encode(),
+        headers={
+            "Content-Type": "application/json",
+            **({"Authorization": f"Bearer {token}"} if token else {}),
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def _tls_channel(target: str, tls: dict[str, str], with_certificate: bool) -> grpc.Channel:
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=Path(tls["ca"]).read_bytes(),
+        private_key=Path(tls["client_key"]).read_bytes() if with_certificate else None,
+        certificate_chain=Path(tls["client_cert"]).read_bytes() if with_certificate else None,
+    )
+    return grpc.secure_channel(target, credentials)
 
 
 def _listening_addresses(port: int) -> list[str]:
@@ -101,7 +156,9 @@ def _deploy(tmp_path: Path, credentials: Path) -> tuple[subprocess.Popen[str], i
     return process, grpc_port, ready
 
 
-def test_the_serve_proxy_checks_credentials_and_listens_on_loopback(tmp_path: Path) -> None:
+def test_serve_deploy_opens_nothing_by_default_and_the_proxy_checks_credentials(
+    tmp_path: Path,
+) -> None:
     credentials = tmp_path / "credentials.yaml"
     credentials.write_text(
         yaml.safe_dump(
@@ -117,11 +174,46 @@ def test_the_serve_proxy_checks_credentials_and_listens_on_loopback(tmp_path: Pa
     try:
         summary = json.loads(ready.read_text())
         assert summary["ray_auth"] == "token"  # Ray's own ports need its token
+        assert summary["ray_host"] == "127.0.0.1"
         addresses = _listening_addresses(grpc_port)
         assert addresses, f"nothing listens on the proxy port {grpc_port}"
         assert all(_is_loopback(address) for address in addresses), addresses
+        # Every port of the deployment: Ray's (GCS, raylet, workers, agents) included.
+        sockets = _listening_sockets(process.pid)
+        assert len(sockets) >= 5, sockets
+        assert [s for s in sockets if not _is_loopback(s[1])] == []
 
-        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        # Ray's Jobs API: refused without Ray's token, accepted with it.
+        temp_dir = Path(summary["temp_dir"])
+        [agent_port_file] = (temp_dir / "session_latest").glob("dashboard_agent_listen_port_*")
+        agent_port = int(agent_port_file.read_text().strip())
+        refused = (_submit_job(agent_port, None), _submit_job(agent_port, "not-the-token"))
+        assert refused == (401, 403)  # no token: unauthenticated; a wrong one: forbidden
+        ray_token = (temp_dir / "auth_token").read_text().strip()
+        accepted = _submit_job(agent_port, ray_token)
+        assert accepted == 200
+        print(
+            f"listening sockets: {len(sockets)} in {len({s[0] for s in sockets})} kinds of "
+            f"process, non-loopback: 0; job submission: {refused} without / with a wrong "
+            f"token, {accepted} with Ray's token"
+        )
+
+        # The proxy's mutual TLS: no plaintext, no client without the certificate.
+        tls = summary["tls"]
+        assert tls["mode"] == "mutual"
+        target = f"127.0.0.1:{grpc_port}"
+        search = retrieval_pb2.SearchRequest(collection="covid", query="dog", top_k=1)
+        for refused in (
+            grpc.insecure_channel(target),
+            _tls_channel(target, tls, with_certificate=False),
+        ):
+            with refused, pytest.raises(grpc.RpcError) as cut_off:
+                retrieval_pb2_grpc.RetrievalServiceStub(refused).Search(
+                    search, metadata=(("application", "retrieval"),), timeout=30
+                )
+            assert cut_off.value.code() == grpc.StatusCode.UNAVAILABLE
+
+        with _tls_channel(target, tls, with_certificate=True) as channel:
             stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
             app = (("application", "retrieval"),)
             as_reader = (*app, ("authorization", f"Bearer {READER}"))

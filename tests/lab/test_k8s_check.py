@@ -305,3 +305,83 @@ def test_kb_keys_refuse_private_keys_and_ambiguity(
     out = capsys.readouterr().out
     assert code == 1
     assert message in out, out
+
+
+def _ray_containers(service: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    cluster = service["spec"]["rayClusterConfig"]
+    specs = {"head": cluster["headGroupSpec"]["template"]["spec"]}
+    specs.update({g["groupName"]: g["template"]["spec"] for g in cluster["workerGroupSpecs"]})
+    return specs
+
+
+def test_defaults_turn_mutual_tls_on_everywhere() -> None:
+    docs = render_chart(None)
+    service = next(d for d in docs if d["kind"] == "RayService")
+    secrets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Secret"}
+    # The release's CA (genCA) and a client certificate for callers of the proxy.
+    assert secrets["tribunal-tls-ca"]["type"] == "kubernetes.io/tls"
+    assert set(secrets["tribunal-tls-ca"]["data"]) == {"tls.crt", "tls.key"}
+    assert set(secrets["tribunal-client-tls"]["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+    tls_env = {
+        "RAY_USE_TLS": "1",
+        "RAY_TLS_SERVER_CERT": "/etc/tribunal/tls/tls.crt",
+        "RAY_TLS_SERVER_KEY": "/etc/tribunal/tls/tls.key",
+        "RAY_TLS_CA_CERT": "/etc/tribunal/tls/ca.crt",
+        "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR": (
+            "tribunal.deploy._serve_grpc.configure_serve_grpc"
+        ),
+        "TRIBUNAL_GRPC_PROXY_TLS_CERT": "/etc/tribunal/tls/tls.crt",
+        "TRIBUNAL_GRPC_PROXY_TLS_KEY": "/etc/tribunal/tls/tls.key",
+        # Mutual: the proxy requires a client certificate from the CA.
+        "TRIBUNAL_GRPC_PROXY_TLS_CLIENT_CA": "/etc/tribunal/tls/ca.crt",
+    }
+    pods = _ray_containers(service)
+    assert set(pods) == {"head", "cpu", "gpu"}
+    for group, spec in pods.items():
+        [container] = spec["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert {k: env.get(k) for k in tls_env} == tls_env, group
+        mounts = {m["name"]: m for m in container["volumeMounts"]}
+        assert mounts["tls"] == {"name": "tls", "mountPath": "/etc/tribunal/tls", "readOnly": True}
+        # The CA's key reaches the init container that issues the pod's certificate only.
+        assert "tls-ca" not in mounts, group
+        [issue] = [c for c in spec["initContainers"] if c["name"] == "issue-tls"]
+        assert {m["name"] for m in issue["volumeMounts"]} == {"tls-ca", "tls"}
+        command = " ".join(issue["command"])
+        assert "tribunal tls issue" in command
+        assert '--ip "$POD_IP"' in command
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        assert volumes["tls-ca"]["secret"]["secretName"] == "tribunal-tls-ca"
+        assert volumes["tls"]["emptyDir"]["medium"] == "Memory"
+    # The autoscaler talks to the GCS: it needs Ray's TLS too.
+    autoscaler = service["spec"]["rayClusterConfig"]["autoscalerOptions"]
+    assert {e["name"]: e["value"] for e in autoscaler["env"]}["RAY_USE_TLS"] == "1"
+    # The gRPC port does not claim cleartext HTTP/2.
+    ports = {p["name"]: p for p in service["spec"]["serveService"]["spec"]["ports"]}
+    assert "appProtocol" not in ports["serve-grpc"]
+
+
+def test_tls_off_is_explicit_and_leaves_nothing_behind() -> None:
+    docs = render_chart({"tls": {"mode": "off"}})
+    service = next(d for d in docs if d["kind"] == "RayService")
+    assert not [d for d in docs if d["metadata"]["name"].endswith("-tls")]
+    assert not [d for d in docs if d["metadata"]["name"].endswith("-tls-ca")]
+    for spec in _ray_containers(service).values():
+        env = {e["name"] for e in spec["containers"][0].get("env", [])}
+        assert not env & {"RAY_USE_TLS", "TRIBUNAL_GRPC_PROXY_TLS_CERT"}
+        assert "initContainers" not in spec
+    ports = {p["name"]: p for p in service["spec"]["serveService"]["spec"]["ports"]}
+    assert ports["serve-grpc"]["appProtocol"] == "kubernetes.io/h2c"
+
+
+def test_server_tls_asks_no_client_certificate_and_an_own_ca_is_used() -> None:
+    docs = render_chart({"tls": {"mode": "server", "caSecret": "corp-ca"}})
+    service = next(d for d in docs if d["kind"] == "RayService")
+    assert not [d for d in docs if d["kind"] == "Secret" and "tls" in d["metadata"]["name"]]
+    for spec in _ray_containers(service).values():
+        env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+        assert env["RAY_USE_TLS"] == "1"
+        assert env["TRIBUNAL_GRPC_PROXY_TLS_CERT"] == "/etc/tribunal/tls/tls.crt"
+        assert "TRIBUNAL_GRPC_PROXY_TLS_CLIENT_CA" not in env
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        assert volumes["tls-ca"]["secret"]["secretName"] == "corp-ca"

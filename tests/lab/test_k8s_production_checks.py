@@ -192,7 +192,7 @@ def test_details_check_fails_on_grpc_app_protocol_dcgm_and_models(
     with pytest.raises(CheckFailedError) as failed:
         _production.check_operations_details()
     message = str(failed.value)
-    assert "appProtocol is not kubernetes.io/h2c" in message
+    assert "appProtocol is not kubernetes.io/h2c with tls off" in message
     assert "DCGM_FI_DEV_FB_USED" in message
     assert "no HF_TOKEN" in message
 

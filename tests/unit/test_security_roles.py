@@ -31,7 +31,7 @@ from tribunal.core.server import (
 from tribunal.core.server._roles import METHOD_ROLES
 from tribunal.deploy import SERVICES, ServeApp
 from tribunal.deploy._grpc import GUARD_MARK, proto_methods
-from tribunal.deploy._loopback import loopback_address
+from tribunal.deploy._serve_grpc import loopback_address
 
 pytestmark = pytest.mark.security
 

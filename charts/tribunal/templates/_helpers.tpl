@@ -121,15 +121,18 @@ seccompProfile:
 {{- end -}}
 {{- end -}}
 
-{{/* Variables taken one by one: the Hugging Face token for gated models. */}}
+{{/* Variables taken one by one: the Hugging Face token for gated models, and TLS. */}}
 {{- define "tribunal.env" -}}
-{{- with .Values.models.hubToken.existingSecret }}
+{{- if or .Values.models.hubToken.existingSecret (ne .Values.tls.mode "off") }}
 env:
+{{- with .Values.models.hubToken.existingSecret }}
   - name: HF_TOKEN
     valueFrom:
       secretKeyRef:
         name: {{ . }}
         key: {{ $.Values.models.hubToken.key }}
+{{- end }}
+{{- include "tribunal.tlsEnv" . | nindent 2 }}
 {{- end }}
 {{- end -}}
 
@@ -226,6 +229,19 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
   emptyDir:
     sizeLimit: {{ .root.Values.data.sizeLimit }}
 {{- end }}
+{{- if ne .root.Values.tls.mode "off" }}
+# The CA (its key: for the init container that issues the pod's certificate only).
+- name: tls-ca
+  secret:
+    secretName: {{ include "tribunal.tlsCaSecret" .root }}
+    # 0440 (read for the owner and the pod's fsGroup only).
+    defaultMode: 288
+# The pod's certificate, key and CA, issued at start; in memory, never on a disk.
+- name: tls
+  emptyDir:
+    medium: Memory
+    sizeLimit: 1Mi
+{{- end }}
 # Who may call the applications: kubelet refreshes the files when the Secret changes.
 - name: credentials
   secret:
@@ -262,6 +278,11 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
 - name: credentials
   mountPath: /etc/tribunal/credentials
   readOnly: true
+{{- if ne .Values.tls.mode "off" }}
+- name: tls
+  mountPath: /etc/tribunal/tls
+  readOnly: true
+{{- end }}
 {{- if include "tribunal.kbTrustedKeys" . }}
 - name: kb-trusted-keys
   mountPath: /etc/tribunal/kb-trusted
@@ -273,8 +294,11 @@ store), the model cache and the data dir. Argument: (dict "root" $ "shmSize" "8G
 so the read-only image stays read-only and the cache stays writable.
 Argument: (dict "root" $ "image" "repo:tag"). */}}
 {{- define "tribunal.initContainers" -}}
-{{- if .root.Values.models.seedFromImage }}
+{{- if or .root.Values.models.seedFromImage (ne .root.Values.tls.mode "off") }}
 initContainers:
+{{- include "tribunal.tlsInitContainer" . | nindent 2 }}
+{{- end }}
+{{- if .root.Values.models.seedFromImage }}
   - name: seed-models
     image: {{ .image | quote }}
     imagePullPolicy: {{ .root.Values.image.pullPolicy }}
@@ -363,4 +387,77 @@ the deployment entry (Serve applies them over the code's without a restart, and
   "logging_config" (dict "encoding" "JSON" "log_level" .Values.serve.logLevel)
   "applications" $apps -}}
 {{- toYaml $config -}}
+{{- end -}}
+
+{{/* The Secret of the CA the Ray pods' certificates are issued from. */}}
+{{- define "tribunal.tlsCaSecret" -}}
+{{- default (printf "%s-tls-ca" (include "tribunal.fullname" .)) .Values.tls.caSecret -}}
+{{- end -}}
+
+{{/* Issue the pod's certificate (init container): its IP, loopback and the release's
+Service names, from the CA (whose key no other container sees). Argument:
+(dict "root" $ "image" "repo:tag"). */}}
+{{- define "tribunal.tlsInitContainer" -}}
+{{- if ne .root.Values.tls.mode "off" }}
+{{- $ns := .root.Release.Namespace }}
+{{- $domain := .root.Values.tls.clusterDomain }}
+- name: issue-tls
+  image: {{ .image | quote }}
+  imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+  command:
+    - /bin/sh
+    - -c
+    - >-
+      exec tribunal tls issue --ca-cert /etc/tribunal/tls-ca/tls.crt
+      --ca-key /etc/tribunal/tls-ca/tls.key --out /etc/tribunal/tls
+      --name "$POD_NAME" --ip "$POD_IP" --ip 127.0.0.1 --dns localhost
+      --dns "*.{{ $ns }}.svc" --dns "*.{{ $ns }}.svc.{{ $domain }}"
+      --dns "*.{{ $ns }}.pod.{{ $domain }}"
+  env:
+    - name: POD_IP
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
+    - name: POD_NAME
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.name
+  resources:
+    requests: {cpu: 100m, memory: 128Mi}
+    limits: {cpu: "1", memory: 512Mi}
+  securityContext:
+    {{- include "tribunal.containerSecurityContext" .root | nindent 4 }}
+  volumeMounts:
+    - name: tls-ca
+      mountPath: /etc/tribunal/tls-ca
+      readOnly: true
+    - name: tls
+      mountPath: /etc/tribunal/tls
+{{- end }}
+{{- end -}}
+
+{{/* The variables that turn TLS on in a Ray container: Ray's mutual TLS, and the worker
+hook that binds Serve's gRPC proxy with the pod's certificate (tribunal.deploy). */}}
+{{- define "tribunal.tlsEnv" -}}
+{{- if ne .Values.tls.mode "off" }}
+- name: RAY_USE_TLS
+  value: "1"
+- name: RAY_TLS_SERVER_CERT
+  value: /etc/tribunal/tls/tls.crt
+- name: RAY_TLS_SERVER_KEY
+  value: /etc/tribunal/tls/tls.key
+- name: RAY_TLS_CA_CERT
+  value: /etc/tribunal/tls/ca.crt
+# Ray runs this hook in every worker it starts; it binds Serve's gRPC proxy with TLS.
+- name: __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR
+  value: tribunal.deploy._serve_grpc.configure_serve_grpc
+- name: TRIBUNAL_GRPC_PROXY_TLS_CERT
+  value: /etc/tribunal/tls/tls.crt
+- name: TRIBUNAL_GRPC_PROXY_TLS_KEY
+  value: /etc/tribunal/tls/tls.key
+{{- if eq .Values.tls.mode "mutual" }}
+- name: TRIBUNAL_GRPC_PROXY_TLS_CLIENT_CA
+  value: /etc/tribunal/tls/ca.crt
+{{- end }}
+{{- end }}
 {{- end -}}

@@ -41,7 +41,8 @@ RELEASE = "tribunal"
 # Plain manifests read their settings Secret by this name (docs/operations.md: how to create it),
 # and their credentials from a Secret the operator makes (docs/security.md): a generated one
 # would hold new random tokens at every render; the KB writer's public keys from a ConfigMap
-# the operator makes (without them every answer falls back).
+# the operator makes (without them every answer falls back); the TLS CA from a Secret the
+# operator makes (a generated one would be a new CA at every render).
 _PLAIN_VALUES: dict[str, Any] = {
     "secrets": {"existingSecret": "tribunal-secrets"},
     "credentials": {"existingSecret": "tribunal-credentials", "generate": False},
@@ -50,6 +51,7 @@ _PLAIN_VALUES: dict[str, Any] = {
         "existingSecret": "",
         "publicKeys": {},
     },
+    "tls": {"caSecret": "tribunal-tls-ca"},
 }
 
 
@@ -199,6 +201,7 @@ def generate_k8s(root: Path = K8S) -> dict[Path, str]:
         merged["secrets"].setdefault("existingSecret", "tribunal-secrets")
         merged.setdefault("credentials", _PLAIN_VALUES["credentials"])
         merged.setdefault("kbTrustedKeys", _PLAIN_VALUES["kbTrustedKeys"])
+        merged["tls"] = {**_PLAIN_VALUES["tls"], **overlay_values.get("tls", {})}
         docs = plain(render_chart(merged))
         wanted = {resource_key(d): d for d in docs}
         kustomization: dict[str, Any] = {
@@ -246,6 +249,7 @@ def expected_overlay(values_set: ValuesSet) -> list[dict[str, Any]]:
     merged["secrets"].setdefault("existingSecret", "tribunal-secrets")
     merged.setdefault("credentials", _PLAIN_VALUES["credentials"])
     merged.setdefault("kbTrustedKeys", _PLAIN_VALUES["kbTrustedKeys"])
+    merged["tls"] = {**_PLAIN_VALUES["tls"], **overlay_values.get("tls", {})}
     docs = plain(render_chart(merged if values_set.overlay else _PLAIN_VALUES))
     if values_set.overlay:
         for doc in docs:

@@ -347,10 +347,17 @@ def _ops_client_problems() -> list[str]:
 
 def check_operations_details() -> list[str]:
     problems = []
-    service = _rayservice(render_chart(None))
-    ports = {p["name"]: p for p in service["spec"]["serveService"]["spec"]["ports"]}
-    if ports.get("serve-grpc", {}).get("appProtocol") != "kubernetes.io/h2c":
-        problems.append("serveService port serve-grpc: appProtocol is not kubernetes.io/h2c")
+    # Plaintext gRPC (tls.mode off) is h2c for L7 proxies; over TLS (the default) the
+    # port must not claim cleartext.
+    for values, wanted in ((None, None), ({"tls": {"mode": "off"}}, "kubernetes.io/h2c")):
+        service = _rayservice(render_chart(values))
+        ports = {p["name"]: p for p in service["spec"]["serveService"]["spec"]["ports"]}
+        protocol = ports.get("serve-grpc", {}).get("appProtocol")
+        if protocol != wanted:
+            problems.append(
+                f"serveService port serve-grpc: appProtocol is not {wanted or 'absent'} "
+                f"with tls {'off' if values else 'on'} ({protocol})"
+            )
     if "client-side" not in _doc_text() or "round_robin" not in _doc_text():
         problems.append("docs/operations.md has no note on client-side gRPC balancing")
     series, _ = queried_series(dashboard_queries())
@@ -392,7 +399,8 @@ def check_operations_details() -> list[str]:
     if problems:
         raise CheckFailedError("\n".join(problems))
     return [
-        "serve-grpc appProtocol kubernetes.io/h2c (+ balancing note); GPU panel reads "
+        "serve-grpc over TLS by default, appProtocol kubernetes.io/h2c with tls off (+ balancing "
+        "note); GPU panel reads "
         "DCGM_FI_DEV_FB_USED; models.persistence mounts a claim, models.hubToken gives "
         "HF_TOKEN, models.offline sets HF_HUB_OFFLINE; ops calls time-limited, context "
         "namespace honoured (tests/unit/test_ops_kube_upgrade.py runs both)"

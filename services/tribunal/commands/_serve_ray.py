@@ -93,6 +93,18 @@ def _check_proxy_exposure(config: dict[str, Any], args: argparse.Namespace) -> N
         )
 
 
+def _tls_summary(tls: Any) -> dict[str, str] | str:
+    """Where a client finds what the proxy's mutual TLS asks of it (``off`` without)."""
+    if tls is None:
+        return "off"
+    return {
+        "mode": "mutual",
+        "ca": str(tls.ca),
+        "client_cert": str(tls.client.cert),
+        "client_key": str(tls.client.key),
+    }
+
+
 def deploy_command(args: argparse.Namespace) -> int:
     from ..deploy import set_ray_auth
 
@@ -108,12 +120,26 @@ def deploy_command(args: argparse.Namespace) -> int:
     set_ray_auth(args.ray_auth, temp_dir)
     from ray import serve
 
-    from ..deploy import deploy, ray_memory, start_local, validate_serve_config, wait_running
+    from ..deploy import (
+        deploy,
+        local_tls,
+        ray_memory,
+        start_local,
+        validate_serve_config,
+        wait_running,
+    )
 
     config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     validate_serve_config(config)
     _check_proxy_exposure(config, args)
     env = {k: v for k, v in os.environ.items() if k.startswith("TRIBUNAL_")}
+    tls = local_tls(temp_dir / "tls") if args.tls == "mutual" else None
+    if tls is None:
+        print(
+            "--tls off: Serve's gRPC proxy serves plaintext to any client that reaches it",
+            file=sys.stderr,
+            flush=True,
+        )
     started = start_local(
         config,
         temp_dir=temp_dir,
@@ -121,6 +147,8 @@ def deploy_command(args: argparse.Namespace) -> int:
         auth=args.ray_auth,
         env_vars=env,
         grpc_host=args.grpc_host,
+        ray_host=args.ray_host,
+        tls=tls,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -134,6 +162,8 @@ def deploy_command(args: argparse.Namespace) -> int:
             "grpc": f"{started.grpc_host}:{started.grpc_port}",
             "applications": apps,
             "ray_auth": started.auth,
+            "ray_host": started.ray_host,
+            "tls": _tls_summary(started.tls),
             "temp_dir": str(started.temp_dir),
             "memory_pss_mib": round(memory["total_pss_mib"]),
             "memory_rss_mib": round(memory["total_rss_mib"]),

@@ -70,6 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--tls-ca", type=Path, default=None, help="--address serves TLS: trust this CA (PEM)"
     )
     ask.add_argument(
+        "--tls-cert",
+        type=Path,
+        default=None,
+        help="--address asks for a client certificate (mutual TLS, e.g. tribunal serve "
+        "deploy's proxy): present this one (PEM, with --tls-key)",
+    )
+    ask.add_argument("--tls-key", type=Path, default=None, help="the key of --tls-cert (PEM)")
+    ask.add_argument(
         "--tls-server-name", default="", help="the name the gateway's certificate is issued for"
     )
     ask.add_argument("--timeout", type=float, default=None, help="deadline per query (seconds)")
@@ -228,16 +236,23 @@ class _RemoteGateway:
         tls_ca: Path | None,
         server_name: str,
         timeout_s: float,
+        tls_cert: Path | None = None,
+        tls_key: Path | None = None,
     ) -> None:
         from ..core.server import bearer_metadata, open_channel
         from ..v1 import gateway_pb2_grpc
 
-        if tls_ca is not None and not tls_ca.is_file():
-            raise InvalidArgumentError(f"--tls-ca {tls_ca}: no such file", field="tls_ca")
+        for flag, path in (("--tls-ca", tls_ca), ("--tls-cert", tls_cert), ("--tls-key", tls_key)):
+            if path is not None and not path.is_file():
+                raise InvalidArgumentError(
+                    f"{flag} {path}: no such file", field=flag[2:].replace("-", "_")
+                )
         # A token never travels in plaintext beyond loopback (open_channel refuses).
         self._channel = open_channel(
             address,
             tls_ca=tls_ca,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
             server_name=server_name,
             sends_credentials=bool(token),
             what="the gateway",
@@ -290,6 +305,8 @@ def _gateway(
             tls_ca=args.tls_ca,
             server_name=args.tls_server_name,
             timeout_s=args.timeout or settings.gateway.deadline_s + 5,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
         )
     else:
         with contextlib.redirect_stdout(log):

@@ -87,6 +87,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="deploy: Ray's own token auth (token, the default: a token file in the temp dir, "
         "never ~/.ray; disabled: anyone who reaches Ray's ports can run code on this node)",
     )
+    ray.add_argument(
+        "--ray-host",
+        default="127.0.0.1",
+        help="deploy: the Ray node's address (default 127.0.0.1: every Ray port listens on "
+        "loopback only; any other address opens them on every interface)",
+    )
+    ray.add_argument(
+        "--tls",
+        choices=("mutual", "off"),
+        default="mutual",
+        help="deploy: Serve's gRPC proxy serves mutual TLS (the default: a CA, the proxy's "
+        "certificate and a client certificate are made under the temp dir's tls/, and "
+        "printed; clients pass --tls-ca, --tls-cert, --tls-key) or plaintext (off)",
+    )
     ray.add_argument("--temp-dir", default=None, help="deploy: Ray's temp dir (.build/ray)")
     ray.add_argument("--timeout", type=float, default=900.0, help="deploy: seconds to come up")
     ray.add_argument("--ready-file", type=Path, help="deploy: JSON written once all run")

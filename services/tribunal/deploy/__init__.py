@@ -17,7 +17,9 @@
 - :class:`ServeApp` is the base of every Serve deployment: it wraps each proto-named
   method in the credential check and the one error mapping (the proxy has no
   interceptors); :func:`serve_caller` names the caller of the call being served.
-- :func:`start_local` binds Serve's gRPC proxy to 127.0.0.1 unless told otherwise.
+- :func:`start_local` binds Ray and Serve's gRPC proxy to 127.0.0.1 unless told
+  otherwise; :func:`local_tls` makes the certificates of the proxy's mutual TLS, and
+  :func:`issue_ca` / :func:`issue_certificate` those of a cluster (``tribunal tls``).
 
 Importing this package does not import Ray; the functions do, when called.
 """
@@ -27,16 +29,23 @@ from ._gathered import gathered, size_gathered
 from ._grpc import ServeApp, serve_caller
 from ._local import deploy, ray_memory, replica_counts, set_ray_auth, start_local, wait_running
 from ._registry import SERVICES, STAGES, ServiceSpec
+from ._tls import CertificateFiles, LocalTls, issue_ca, issue_certificate, local_tls, ray_tls_env
 
 __all__ = [
     "APPLICATIONS",
     "SERVICES",
     "STAGES",
+    "CertificateFiles",
+    "LocalTls",
     "ServeApp",
     "ServiceSpec",
     "deploy",
     "gathered",
+    "issue_ca",
+    "issue_certificate",
+    "local_tls",
     "ray_memory",
+    "ray_tls_env",
     "replica_counts",
     "serve_caller",
     "serve_config",

@@ -8,11 +8,17 @@ Deliberate choices for a development machine (Kubernetes sets its own):
   ``auth="token"`` keeps a token file under the temp dir (``RAY_AUTH_TOKEN_PATH``),
   never in ``~/.ray``; ``disabled`` leaves Ray's own ports (which listen on every
   interface whatever the node address) open to anyone who reaches them.
+- **Ray's own ports** (GCS, raylet, workers, agents, the Jobs API) listen on
+  127.0.0.1 only (``ray_host``, the default): Ray binds loopback only for a node whose
+  address is loopback, and it replaces a loopback ``--node-ip-address`` by the
+  machine's network address unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (Ray's
+  single-machine mode), which is set here. Another ``ray_host`` makes it that node's
+  address (every interface then: Ray has no bind option).
 - **Serve's gRPC proxy** is outside Ray's auth: every application checks its
   callers' credentials itself (:class:`~tribunal.deploy.ServeApp`). Serve has no
-  host option for the proxy and binds every interface; here a worker setup hook
-  binds it (and the replicas' own gRPC servers) to ``grpc_host``, 127.0.0.1 by
-  default.
+  host or TLS option for the proxy and binds every interface in plaintext; here a
+  worker setup hook (:mod:`._serve_grpc`) binds it (and the replicas' own gRPC servers)
+  to ``grpc_host``, 127.0.0.1 by default, and serves mutual TLS when ``tls`` is given.
 - **Temp dir.** ``.build/ray`` (logs, sockets, object spill), not ``/tmp/ray``.
 - **Dashboard.** Off: nothing here needs it (the config is applied through the
   Serve controller, as ``serve run config.yaml`` does), and it costs ~300 MB.
@@ -33,11 +39,18 @@ import psutil  # type: ignore[import-untyped]
 
 from ..core import ConfigError, FailedPreconditionError, UnavailableError
 from ..core.server import is_loopback
+from ._serve_grpc import LOOPBACK_ENV, TLS_CERT_ENV, TLS_CLIENT_CA_ENV, TLS_KEY_ENV
+from ._tls import LocalTls
+
+_log = logging.getLogger(__name__)
+_START_ATTEMPTS = 2
 
 __all__ = [
+    "SERVE_GRPC_HOOK",
     "LocalServe",
     "deploy",
     "ray_memory",
+    "ray_node_address",
     "replica_counts",
     "set_ray_auth",
     "start_local",
@@ -54,6 +67,8 @@ class LocalServe:
     grpc_host: str
     temp_dir: Path
     auth: str
+    ray_host: str = "127.0.0.1"
+    tls: LocalTls | None = None
 
 
 def set_ray_auth(auth: Literal["disabled", "token"], temp_dir: Path) -> None:
@@ -70,17 +85,41 @@ def set_ray_auth(auth: Literal["disabled", "token"], temp_dir: Path) -> None:
         os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
 
 
-def _runtime_env(env_vars: Mapping[str, str] | None, grpc_host: str) -> dict[str, Any]:
-    runtime_env: dict[str, Any] = {"env_vars": dict(env_vars or {})}
+SERVE_GRPC_HOOK = "tribunal.deploy._serve_grpc.configure_serve_grpc"
+"""The worker setup hook that binds Serve's gRPC proxy (loopback, TLS)."""
+
+
+def _runtime_env(
+    env_vars: Mapping[str, str] | None, grpc_host: str, tls: LocalTls | None
+) -> dict[str, Any]:
+    env = dict(env_vars or {})
     if is_loopback(grpc_host):
-        runtime_env["worker_process_setup_hook"] = "tribunal.deploy._loopback.bind_loopback"
+        env[LOOPBACK_ENV] = "1"
     elif grpc_host not in ("0.0.0.0", "::", "[::]"):
         raise ConfigError(
             f"Serve's gRPC proxy can listen on 127.0.0.1 or on every interface (0.0.0.0), "
             f"not on {grpc_host}",
             field="grpc_host",
         )
-    return runtime_env
+    if tls is not None:
+        env[TLS_CERT_ENV] = str(tls.node.cert)
+        env[TLS_KEY_ENV] = str(tls.node.key)
+        env[TLS_CLIENT_CA_ENV] = str(tls.ca)
+    return {"env_vars": env, "worker_process_setup_hook": SERVE_GRPC_HOOK}
+
+
+def ray_node_address(ray_host: str) -> dict[str, Any]:
+    """The ``ray.init`` keyword that places a new local node on ``ray_host``; for a
+    loopback host, Ray's single-machine mode (every Ray port on 127.0.0.1), set in this
+    process's environment, which the Ray processes it starts inherit."""
+    from ray._private import ray_constants
+
+    single_machine = is_loopback(ray_host)
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0" if single_machine else "1"
+    # Ray reads the variable when it is first imported; this process may have imported
+    # it already (the Ray processes it starts read their own environment).
+    ray_constants.ENABLE_RAY_CLUSTER = not single_machine
+    return {} if single_machine else {"_node_ip_address": ray_host}
 
 
 def start_local(
@@ -91,6 +130,8 @@ def start_local(
     auth: Literal["disabled", "token"] = "token",
     env_vars: Mapping[str, str] | None = None,
     grpc_host: str = "127.0.0.1",
+    ray_host: str = "127.0.0.1",
+    tls: LocalTls | None = None,
 ) -> LocalServe:
     """Start Ray on this machine (loopback) and Serve with the config's proxies.
 
@@ -103,6 +144,10 @@ def start_local(
         env_vars: Environment of every Ray worker (``TRIBUNAL_*`` variables).
         grpc_host: Address of Serve's gRPC proxy: a loopback address (the default), or
             ``0.0.0.0`` / ``::`` for every interface.
+        ray_host: The node's address; loopback (the default) keeps every Ray port on
+            127.0.0.1.
+        tls: The proxy's certificate and the CA its clients' certificates must chain to
+            (:func:`~tribunal.deploy.local_tls`); None serves plaintext.
 
     Raises:
         ConfigError: ``grpc_host`` is neither loopback nor every interface (Serve can
@@ -116,15 +161,26 @@ def start_local(
     from ray import serve
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        num_cpus=int(num_cpus) if num_cpus is not None else None,
-        include_dashboard=False,
-        _temp_dir=str(temp_dir),
-        _node_ip_address="127.0.0.1",
-        logging_level=logging.WARNING,
-        namespace="serve",
-        runtime_env=_runtime_env(env_vars, grpc_host),
-    )
+    runtime_env = _runtime_env(env_vars, grpc_host, tls)
+    for attempt in range(_START_ATTEMPTS):
+        try:
+            ray.init(
+                num_cpus=int(num_cpus) if num_cpus is not None else None,
+                include_dashboard=False,
+                _temp_dir=str(temp_dir),
+                logging_level=logging.WARNING,
+                namespace="serve",
+                runtime_env=runtime_env,
+                **ray_node_address(ray_host),
+            )
+            break
+        except Exception as exc:  # Ray raises a bare Exception for a node that did not start
+            if "timed out during startup" not in str(exc) or attempt + 1 == _START_ATTEMPTS:
+                raise
+            # Ray's raylet waits 15 s for its agents' ports and aborts the node when a busy
+            # machine imports them slower; a second start finds their modules cached.
+            _log.warning("Ray's node did not start in time (%s); starting it again", exc)
+            ray.shutdown()
     grpc_options = dict(config.get("grpc_options") or {})
     http_options = dict(config.get("http_options") or {})
     serve.start(
@@ -139,6 +195,8 @@ def start_local(
         grpc_host=grpc_host,
         temp_dir=temp_dir,
         auth=auth,
+        ray_host=ray_host,
+        tls=tls,
     )
 
 

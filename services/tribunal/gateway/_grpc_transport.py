@@ -79,7 +79,8 @@ class GrpcTransport:
     ``token`` (a string, or a function returning the current one) is sent as a bearer
     token on every call; ``root_certificates`` (PEM) turns the channels into TLS channels
     that trust them, checking the stages' certificate for ``server_name`` when given
-    (else for the host of the address).
+    (else for the host of the address); ``client_certificate`` (PEM chain, PEM key) is
+    presented to stages that require one (mutual TLS).
     """
 
     def __init__(
@@ -90,6 +91,7 @@ class GrpcTransport:
         token: str | Callable[[], str] | None = None,
         root_certificates: bytes | None = None,
         server_name: str = "",
+        client_certificate: tuple[bytes, bytes] | None = None,
     ) -> None:
         unknown = sorted(set(addresses) - set(STAGES))
         if unknown:
@@ -102,6 +104,7 @@ class GrpcTransport:
         self._server_name = server_name if root_certificates is not None else ""
         self._token = token
         self._root_certificates = root_certificates
+        self._client_certificate = client_certificate
         self._channels: dict[str, grpc.Channel] = {}
         self._stubs: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -122,6 +125,8 @@ class GrpcTransport:
                     channel = open_channel(
                         address,
                         tls_ca=self._root_certificates,
+                        tls_cert=self._client_certificate[0] if self._client_certificate else None,
+                        tls_key=self._client_certificate[1] if self._client_certificate else None,
                         server_name=self._server_name,
                         sends_credentials=callable(self._token) or bool(self._token),
                         max_message_bytes=self._max_message_bytes,

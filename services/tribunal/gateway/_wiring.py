@@ -202,6 +202,21 @@ def stage_token(settings: Settings) -> str | TokenFile | None:
     return secret.get_secret_value() if secret is not None else None
 
 
+def _stage_client_certificate(settings: Settings) -> tuple[bytes, bytes] | None:
+    """The certificate the gateway presents to mutual-TLS stages (None: none)."""
+    gateway = settings.gateway
+    cert, key = gateway.stage_tls_cert_file, gateway.stage_tls_key_file
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None or gateway.stage_tls_ca_file is None:
+        raise ConfigError(
+            "gateway.stage_tls_cert_file and stage_tls_key_file go together, with "
+            "stage_tls_ca_file (the stages' CA)",
+            field="gateway.stage_tls_cert_file",
+        )
+    return cert.read_bytes(), key.read_bytes()
+
+
 def connect_stages(settings: Settings) -> tuple[StageTransport, ServiceHost | None]:
     """The transport ``gateway.discovery`` names, and a stage host to stop after closing
     the transport, if any (none: in-process stages close with their transport)."""
@@ -220,6 +235,7 @@ def connect_stages(settings: Settings) -> tuple[StageTransport, ServiceHost | No
             token=stage_token(settings),
             root_certificates=ca_file.read_bytes() if ca_file is not None else None,
             server_name=gateway.stage_tls_server_name,
+            client_certificate=_stage_client_certificate(settings),
         ), None
     if gateway.discovery == "ray":
         from ._ray_transport import RayServeTransport

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -96,26 +97,34 @@ def pool_size(resources: dict[str, float], workers: int | None) -> tuple[int, fl
 
 
 def _init_ray(address: str | None) -> None:
-    import ray
-
-    if ray.is_initialized():
+    loaded = sys.modules.get("ray")
+    if loaded is not None and loaded.is_initialized():
         return
     env = {k: v for k, v in os.environ.items() if k.startswith("TRIBUNAL_")}
     if address:
+        import ray
+
         ray.init(address=address, runtime_env={"env_vars": env}, logging_level=logging.WARNING)
         return
-    # A throwaway loopback cluster: Ray 2.x would turn token auth on for it (and write
-    # ~/.ray/auth_token) unless told; its files stay in the build area.
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    # A throwaway cluster of this machine, as `tribunal serve deploy` starts one: Ray's
+    # token auth with a token file in the build area (never ~/.ray), every port on
+    # 127.0.0.1. RAY_AUTH_MODE set by the caller wins (it may be read already).
+    from ..deploy._local import ray_node_address, set_ray_auth
+
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     temp_dir = Path(os.environ.get("RAY_TMPDIR") or ".build/ray").resolve()
     temp_dir.mkdir(parents=True, exist_ok=True)
+    auth = os.environ.get("RAY_AUTH_MODE", "token")
+    # Before Ray is imported: its core library reads the auth mode when it loads.
+    set_ray_auth("disabled" if auth == "disabled" else "token", temp_dir)
+    import ray
+
     ray.init(
         include_dashboard=False,
         _temp_dir=str(temp_dir),
-        _node_ip_address="127.0.0.1",
         logging_level=logging.WARNING,
         runtime_env={"env_vars": env},
+        **ray_node_address("127.0.0.1"),
     )
 
 

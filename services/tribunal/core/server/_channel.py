@@ -5,7 +5,10 @@ Every outgoing client (the gateway to its stages, retrieval to the entailment se
 a bulk label job to a remote gateway, ``tribunal ask``) opens its channel here:
 
 - with ``tls_ca`` (PEM bytes or a file), a TLS channel that checks the server's
-  certificate against it (for ``server_name`` when the certificate names another host);
+  certificate against it (for ``server_name`` when the certificate names another host),
+  presenting a client certificate (``tls_cert`` and ``tls_key``) to a server that asks
+  for one (mutual TLS: ``tribunal serve deploy``'s proxy, stages with
+  ``server.tls_client_ca_file``);
 - without it, a plaintext channel — which :func:`open_channel` refuses when the caller
   will send a bearer token (``sends_credentials``) and the address is not loopback:
   the token would cross the network readable by anyone on the path.
@@ -40,10 +43,23 @@ def bearer_metadata(token: str | None) -> tuple[tuple[str, str], ...] | None:
     return (("authorization", f"Bearer {token}"),) if token else None
 
 
+def _pem(value: bytes | Path, what: str) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    try:
+        return value.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the TLS {what} {value}: {exc.strerror}", field=f"tls_{what}"
+        ) from exc
+
+
 def open_channel(
     address: str,
     *,
     tls_ca: bytes | Path | None = None,
+    tls_cert: bytes | Path | None = None,
+    tls_key: bytes | Path | None = None,
     server_name: str = "",
     sends_credentials: bool = False,
     max_message_bytes: int | None = None,
@@ -53,8 +69,19 @@ def open_channel(
 
     Raises:
         ConfigError: credentials would be sent in plaintext to a non-loopback address,
-            or ``tls_ca`` names no readable file.
+            a TLS file cannot be read, or a client certificate comes without its key (or
+            without ``tls_ca``).
     """
+    if (tls_cert is None) != (tls_key is None):
+        raise ConfigError(
+            "a client certificate and its key go together (--tls-cert with --tls-key)",
+            field="tls_cert",
+        )
+    if tls_cert is not None and tls_ca is None:
+        raise ConfigError(
+            "a client certificate is for a TLS server: give its CA too (--tls-ca)",
+            field="tls_ca",
+        )
     options: list[tuple[str, Any]] = []
     if max_message_bytes is not None:
         options += [
@@ -70,16 +97,12 @@ def open_channel(
                 field="tls_ca",
             )
         return grpc.insecure_channel(address, options=options)
-    if isinstance(tls_ca, bytes):
-        root_certificates = tls_ca
-    else:
-        try:
-            root_certificates = tls_ca.read_bytes()
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read the TLS CA {tls_ca}: {exc.strerror}", field="tls_ca"
-            ) from exc
+    root_certificates = _pem(tls_ca, "ca")
     if server_name:
         options.append(("grpc.ssl_target_name_override", server_name))
-    credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=root_certificates,
+        private_key=_pem(tls_key, "key") if tls_key is not None else None,
+        certificate_chain=_pem(tls_cert, "cert") if tls_cert is not None else None,
+    )
     return grpc.secure_channel(address, credentials, options=options)

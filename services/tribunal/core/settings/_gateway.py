@@ -30,6 +30,12 @@ class GatewaySettings(Section):
     calibrate`` serves itself on loopback: they serve TLS when ``server.tls_cert_file``
     is set, trusted through this bundle, or through that certificate itself when this
     is unset."""
+    stage_tls_cert_file: Path | None = None
+    """PEM client certificate the gateway presents to stages that require one (mutual
+    TLS: their ``server.tls_client_ca_file``), with ``stage_tls_key_file``; needs
+    ``stage_tls_ca_file``."""
+    stage_tls_key_file: Path | None = None
+    """PEM private key of ``stage_tls_cert_file``."""
     stage_tls_server_name: str = ""
     """The name the stages' certificate is checked for, when it differs from the host of
     the address dialled (stages a job serves itself on loopback are dialled at 127.0.0.1
