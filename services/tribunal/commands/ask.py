@@ -229,7 +229,7 @@ class _RemoteGateway:
         server_name: str,
         timeout_s: float,
     ) -> None:
-        from ..core.server import bearer_metadata, open_channel
+        from ..core.server import RETRIED_READS, bearer_metadata, open_channel
         from ..v1 import gateway_pb2_grpc
 
         if tls_ca is not None and not tls_ca.is_file():
@@ -241,6 +241,8 @@ class _RemoteGateway:
             server_name=server_name,
             sends_credentials=bool(token),
             what="the gateway",
+            # A replica being replaced answers UNAVAILABLE: Answer is tried again in time.
+            retried=RETRIED_READS,
         )
         self._stub: Any = gateway_pb2_grpc.GatewayServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = bearer_metadata(token)
