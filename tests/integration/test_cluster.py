@@ -35,6 +35,7 @@ In file order (the last one is destructive):
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import random
 import time
@@ -93,8 +94,13 @@ MODEL_FREE = {
     "TRIBUNAL_ENTAILMENT__TWO_STAGE": "false",
     "TRIBUNAL_RETRIEVAL__RERANK_ENABLED": "false",
     "TRIBUNAL_RETRIEVAL__VERIFIER": "none",
-    "TRIBUNAL_LLM_BACKEND": "llamacpp",
-    "TRIBUNAL_LLM__N_THREADS": "1",
+    # The 135M model through llama.cpp where the llamacpp extra is built, else through
+    # transformers (the tiny profile's own backend).
+    **(
+        {"TRIBUNAL_LLM_BACKEND": "llamacpp", "TRIBUNAL_LLM__N_THREADS": "1"}
+        if importlib.util.find_spec("llama_cpp") is not None
+        else {}
+    ),
     "TRIBUNAL_ROLES__DEBATE_AGENTS": '["llm_tiny", "llm_tiny"]',
     "TRIBUNAL_ROLES__ADJUDICATOR": "llm_tiny",
     "TRIBUNAL_DEBATE__MAX_NEW_TOKENS": "48",
