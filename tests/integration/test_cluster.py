@@ -226,6 +226,13 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
             print("\nFIGURES " + json.dumps(FIGURES, indent=1), flush=True)
 
 
+@pytest.fixture(autouse=True)
+def _figures_so_far() -> Iterator[None]:
+    """Print the figures after every test too: a long run stopped midway keeps them."""
+    yield
+    print("\nFIGURES so far " + json.dumps(FIGURES), flush=True)
+
+
 def _answer(running: Running, query: str, token: str = QUERY) -> gateway_pb2.AnswerResponse:
     with grpc.insecure_channel(running.address) as channel:
         reply: gateway_pb2.AnswerResponse = gateway_pb2_grpc.GatewayServiceStub(channel).Answer(
