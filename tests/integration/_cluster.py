@@ -9,12 +9,16 @@ no GPU here. Every node is a separate raylet with its own worker processes
 losing a pod does. Start it inside :func:`ray_token_auth` (the chart's ``rayAuth.mode:
 token``): the dashboard's REST API is then called with the token, as KubeRay does.
 
-:func:`chart_serve_config` renders ``charts/tribunal`` with Helm (helm-python-sdk) and
-returns the RayService's ``serveConfigV2``: what :meth:`LocalCluster.apply` PUTs to the
-dashboard's Serve REST API, the call KubeRay makes.
+:func:`render_chart` renders ``charts/tribunal`` with Helm (helm-python-sdk): the
+RayService's ``serveConfigV2`` (what :meth:`LocalCluster.apply` PUTs to the dashboard's
+Serve REST API, the call KubeRay makes), the settings ConfigMap and the ConfigMap of the
+KB writer's public keys (``kbTrustedKeys``); :func:`mount_trusted_keys` writes the latter
+into a folder as kubelet mounts it and points the gateway's setting there.
 
 :class:`AnswerLoad` sends ``Answer`` calls through the gRPC proxy from a few client
-threads at a bounded rate, recording each outcome with its time.
+threads at a bounded rate, recording each outcome with its time. Its clients dial as
+Tribunal's own clients do (``tribunal ask``: ``open_channel`` with ``Answer`` retried on
+UNAVAILABLE within the deadline), or, with ``retried=False``, as a bare gRPC client.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any
 
 import grpc
 import yaml
-from tribunal.core.server import token_sha256
+from tribunal.core.server import RETRIED_READS, open_channel, token_sha256
 from tribunal.deploy._local import set_ray_auth
 from tribunal.ops import ServeRestClient
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
@@ -92,14 +96,55 @@ def free_port() -> int:
         return port
 
 
-def chart_serve_config(values: Mapping[str, Any]) -> dict[str, Any]:
-    """``helm template charts/tribunal`` with ``values``: the RayService's serveConfigV2."""
-    from tribunal_lab.k8s_checks import render_chart
+@dataclass(frozen=True)
+class Rendered:
+    """What ``helm template charts/tribunal`` made of a run's values."""
 
-    docs = render_chart(dict(values))
+    serve_config: dict[str, Any]
+    """The RayService's ``serveConfigV2``."""
+    settings: dict[str, str]
+    """The settings ConfigMap's data: the pods' environment."""
+    trusted_keys: dict[str, str]
+    """The KB writer's public keys ConfigMap's data (file name -> PEM); empty without."""
+    trusted_keys_mount: str
+    """Where the gateway's pods mount those files (the RayService's volume mount)."""
+
+
+def render_chart(values: Mapping[str, Any]) -> Rendered:
+    from tribunal_lab.k8s_checks import render_chart as helm_template
+
+    docs = helm_template(dict(values))
     (service,) = [doc for doc in docs if doc["kind"] == "RayService"]
-    config: dict[str, Any] = yaml.safe_load(service["spec"]["serveConfigV2"])
-    return config
+    maps = {
+        doc["metadata"]["name"]: doc.get("data") or {} for doc in docs if doc["kind"] == "ConfigMap"
+    }
+    (settings,) = [data for name, data in maps.items() if name.endswith("-settings")]
+    keys = [data for name, data in maps.items() if name.endswith("-kb-trusted-keys")]
+    mounts = {
+        mount["name"]: mount["mountPath"]
+        for group in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+        for container in group["template"]["spec"]["containers"]
+        for mount in container.get("volumeMounts") or []
+    }
+    return Rendered(
+        yaml.safe_load(service["spec"]["serveConfigV2"]),
+        dict(settings),
+        dict(keys[0]) if keys else {},
+        mounts.get("kb-trusted-keys", ""),
+    )
+
+
+def mount_trusted_keys(rendered: Rendered, folder: Path) -> dict[str, str]:
+    """Write the trusted-keys ConfigMap's files into ``folder`` as kubelet mounts them, and
+    return the environment the replicas read instead of the ConfigMap's path (the same
+    setting, this machine's folder)."""
+    name = "TRIBUNAL_GATEWAY__KB_TRUSTED_KEYS"
+    assert rendered.trusted_keys, "the chart made no ConfigMap of trusted KB keys"
+    assert rendered.settings.get(name) == rendered.trusted_keys_mount, rendered.settings
+    folder.mkdir(parents=True, exist_ok=True)
+    for file, pem in rendered.trusted_keys.items():
+        (folder / file).write_text(pem)
+    return {name: str(folder)}
 
 
 def local_values(
@@ -109,10 +154,12 @@ def local_values(
     model_dir: Path,
     data_dir: Path,
     replicas: Mapping[str, int] | None = None,
+    kb_public_keys: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Values for a local run of the chart: the tiny profile, no real GPUs (the gpu group's
     nodes are marked by its resource), every model application on the gpu group, fixed
-    replica counts, every application routed, and this machine's paths for the volumes."""
+    replica counts, every application routed, this machine's paths for the volumes, and
+    the KB writer's public keys (key id -> PEM) the gateway trusts."""
     counts = dict.fromkeys((*MODEL_APPS, *CPU_APPS), 1)
     counts.update(replicas or {})
     applications = {
@@ -135,6 +182,7 @@ def local_values(
             "applications": applications,
         },
         "workerGroups": {"gpu": {"gpus": 0}},
+        "kbTrustedKeys": {"publicKeys": dict(kb_public_keys or {})},
     }
 
 
@@ -350,6 +398,9 @@ class AnswerLoad:
     clients: int = 2
     interval_s: float = 0.25
     timeout_s: float = 20.0
+    retried: bool = True
+    """Dial with Tribunal's client channel (``Answer`` retried on UNAVAILABLE); False: a
+    bare channel, every UNAVAILABLE reaches the caller."""
     outcomes: list[Outcome] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -360,7 +411,8 @@ class AnswerLoad:
 
     def _client(self, number: int) -> None:
         metadata = (("application", "gateway"), ("authorization", f"Bearer {self.token}"))
-        with grpc.insecure_channel(self.address) as channel:
+        retried = RETRIED_READS if self.retried else ()
+        with open_channel(self.address, retried=retried) as channel:
             stub = gateway_pb2_grpc.GatewayServiceStub(channel)
             sent = number
             while not self._stop.is_set():
@@ -388,8 +440,10 @@ class AnswerLoad:
                 self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
 
     @contextmanager
-    def running(self) -> Iterator[AnswerLoad]:
-        self.started = time.monotonic()
+    def running(self, started: float | None = None) -> Iterator[AnswerLoad]:
+        """Clients sending until the block ends; times count from ``started`` (a
+        ``time.monotonic()``; default now), so loads started together share a clock."""
+        self.started = time.monotonic() if started is None else started
         self._threads = [
             threading.Thread(target=self._client, args=(n,), daemon=True)
             for n in range(self.clients)

@@ -153,6 +153,7 @@ NOT_PER_REQUEST = {
     "max_batch_size",
     "max_ongoing_requests",
     "max_queued_requests",
+    "max_surge_percent",
 }
 
 

@@ -5,6 +5,12 @@ checked: ``ray_tribunal_*`` must be a Tribunal metric as Ray exports it from a S
 replica (``tribunal.core.server.METRICS``), ``ray_serve_*`` a metric Ray Serve itself
 records, ``DCGM_*`` a field NVIDIA's DCGM exporter publishes. The live proof that Ray
 exports these under these names is ``tests/integration/test_metrics_ray.py``.
+
+The *Replicas per service* panel shows, per application, the replicas Serve is aiming for
+(``ray_serve_autoscaling_target_replicas``) and those it counts healthy
+(``ray_serve_deployment_replica_healthy``): :func:`check_replica_panel`; the multi-node
+test (``tests/integration/test_cluster.py``) reads the panel's series from a live
+cluster's export while one application scales.
 """
 
 from __future__ import annotations
@@ -15,14 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._common import CheckFailedError
 from ._manifests import CHART
 
 __all__ = [
     "DASHBOARD",
     "PROMETHEUS_TARGET_LABELS",
+    "REPLICA_METRICS",
+    "REPLICA_PANEL",
     "Query",
+    "ReplicaSeries",
+    "check_replica_panel",
     "dashboard_queries",
     "queried_series",
+    "replica_series",
 ]
 
 DASHBOARD = CHART / "dashboards" / "tribunal.json"
@@ -38,6 +50,15 @@ _MATCHER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)")
 _GROUPING = re.compile(r"\b(?:by|without)\s*\(([^)]*)\)")
 _LABEL_VALUES = re.compile(r"label_values\(\s*[^,]+,\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 _BARE_LABEL_VALUES = re.compile(r"label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*,")
+_PER_APPLICATION = re.compile(r"^\s*(sum|max|min|avg)\s+by\s*\(\s*application\s*\)\s*\(")
+
+REPLICA_PANEL = "Replicas per service"
+REPLICA_METRICS = {
+    "target": "ray_serve_autoscaling_target_replicas",
+    "healthy": "ray_serve_deployment_replica_healthy",
+}
+"""What the replicas panel shows (its legends' first word) -> the series Ray Serve's
+controller exports for it, labelled by ``application`` and ``deployment``."""
 
 
 @dataclass(frozen=True)
@@ -106,3 +127,69 @@ def queried_series(queries: list[Query]) -> tuple[dict[str, SeriesUse], list[str
             use.labels |= grouped
             use.where.add(query.where)
     return series, problems
+
+
+@dataclass(frozen=True)
+class ReplicaSeries:
+    """One line of the replicas panel: which series, summed how across deployments."""
+
+    kind: str
+    """The legend's first word: ``target`` or ``healthy``."""
+    metric: str
+    aggregation: str
+    """``sum``, ``max``, ``min`` or ``avg`` by application; empty when not per application."""
+    legend: str
+
+
+def replica_series(path: Path = DASHBOARD) -> dict[str, ReplicaSeries]:
+    """The lines of the dashboard's :data:`REPLICA_PANEL` by kind (empty: no such panel)."""
+    board: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    lines: dict[str, ReplicaSeries] = {}
+    for panel in board.get("panels", []):
+        if panel.get("title") != REPLICA_PANEL:
+            continue
+        for target in panel.get("targets", []):
+            expr, legend = str(target.get("expr", "")), str(target.get("legendFormat", ""))
+            names = [name for name, _ in _SELECTOR.findall(expr) if name]
+            grouped = _PER_APPLICATION.match(expr)
+            kind = legend.split(" ", 1)[0]
+            lines[kind] = ReplicaSeries(
+                kind, names[0] if names else "", grouped.group(1) if grouped else "", legend
+            )
+    return lines
+
+
+def check_replica_panel(path: Path = DASHBOARD) -> list[str]:
+    """The replicas panel shows each application's target and healthy replicas, from the
+    series Ray Serve exports for them.
+
+    Raises:
+        CheckFailedError: the panel, a line, its series or its grouping is missing or wrong.
+    """
+    lines = replica_series(path)
+    if not lines:
+        raise CheckFailedError(f"{path.name}: no panel {REPLICA_PANEL!r}")
+    problems = []
+    for kind, metric in REPLICA_METRICS.items():
+        line = lines.get(kind)
+        if line is None:
+            problems.append(f"panel {REPLICA_PANEL!r}: no line {kind!r} (legend '{kind} ...')")
+            continue
+        if line.metric != metric:
+            problems.append(
+                f"panel {REPLICA_PANEL!r}, {kind}: reads {line.metric or 'no series'}, "
+                f"not {metric} (what Ray Serve exports)"
+            )
+        if not line.aggregation:
+            problems.append(
+                f"panel {REPLICA_PANEL!r}, {kind}: not one line per application "
+                "(wrap it in sum|max by (application) (...))"
+            )
+        if "{{application}}" not in line.legend:
+            problems.append(f"panel {REPLICA_PANEL!r}, {kind}: the legend names no application")
+    if problems:
+        raise CheckFailedError("\n".join(problems))
+    return [
+        f"dashboard: {REPLICA_PANEL!r} shows per application "
+        + ", ".join(f"{kind} ({metric})" for kind, metric in REPLICA_METRICS.items())
+    ]

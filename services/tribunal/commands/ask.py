@@ -239,7 +239,7 @@ class _RemoteGateway:
         tls_cert: Path | None = None,
         tls_key: Path | None = None,
     ) -> None:
-        from ..core.server import bearer_metadata, open_channel
+        from ..core.server import RETRIED_READS, bearer_metadata, open_channel
         from ..v1 import gateway_pb2_grpc
 
         for flag, path in (("--tls-ca", tls_ca), ("--tls-cert", tls_cert), ("--tls-key", tls_key)):
@@ -256,6 +256,8 @@ class _RemoteGateway:
             server_name=server_name,
             sends_credentials=bool(token),
             what="the gateway",
+            # A replica being replaced answers UNAVAILABLE: Answer is tried again in time.
+            retried=RETRIED_READS,
         )
         self._stub: Any = gateway_pb2_grpc.GatewayServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = bearer_metadata(token)

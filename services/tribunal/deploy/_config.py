@@ -39,6 +39,7 @@ def _deployment_entry(name: str, options: DeploymentSettings) -> dict[str, Any]:
         "name": name,
         "max_ongoing_requests": ray["max_ongoing_requests"],
         "max_queued_requests": ray["max_queued_requests"],
+        "max_surge_percent": ray["max_surge_percent"],
         "autoscaling_config": ray["autoscaling_config"],
         "ray_actor_options": ray["ray_actor_options"],
     }

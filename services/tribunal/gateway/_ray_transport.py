@@ -56,8 +56,9 @@ class RayServeTransport:
         except (
             serve_exceptions.BackPressureError,
             serve_exceptions.DeploymentUnavailableError,
-            ray_exceptions.ActorDiedError,
-            ray_exceptions.ActorUnavailableError,
+            # The replica died or was stopped under the call (a lost node, a restart):
+            # ActorDiedError, ActorUnavailableError and their kin; the call is retried.
+            ray_exceptions.RayActorError,
         ) as exc:
             raise UnavailableError(f"{stage}.{method}: {exc}") from exc
         except ray_exceptions.RayTaskError as exc:

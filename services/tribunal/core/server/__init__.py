@@ -1,7 +1,7 @@
 """The gRPC runtime shared by every service (this package may import grpc; domain code may not)."""
 
 from ._auth import Caller, authorize, caller_of
-from ._channel import bearer_metadata, open_channel
+from ._channel import RETRIED_READS, bearer_metadata, open_channel, retry_service_config
 from ._credentials import (
     CredentialStore,
     Role,
@@ -20,6 +20,7 @@ from ._status import status_for
 
 __all__ = [
     "METRICS",
+    "RETRIED_READS",
     "Caller",
     "CredentialStore",
     "Metric",
@@ -38,6 +39,7 @@ __all__ = [
     "new_token",
     "open_channel",
     "read_credentials_file",
+    "retry_service_config",
     "status_for",
     "token_sha256",
 ]

@@ -33,6 +33,13 @@ class DeploymentSettings(Section):
     max_queued_requests: int = Field(256, ge=1, le=1_000_000)
     """Requests waiting for a replica; beyond them Serve refuses a call at once
     (RESOURCE_EXHAUSTED through the gRPC proxy, back-pressure to a handle caller)."""
+    max_surge_percent: int = Field(100, ge=0, le=100)
+    """Extra replicas a restart (a new artifact, new settings, new code) may start before
+    the old ones stop, as a percentage of the replica count, rounded up. 100: every
+    replacement starts and becomes ready while the old replica still serves, so a
+    restart drops no request (with one replica, 0 would leave none until the new one has
+    loaded). Set 0 where the cluster has no room for one more replica (a GPU each) and
+    no autoscaler to add a node: the old replicas then stop first."""
 
     @model_validator(mode="after")
     def _batches_can_fill(self) -> DeploymentSettings:
@@ -50,6 +57,7 @@ class DeploymentSettings(Section):
         return {
             "max_ongoing_requests": self.max_ongoing_requests,
             "max_queued_requests": self.max_queued_requests,
+            "max_surge_percent": self.max_surge_percent,
             "ray_actor_options": {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus},
             "autoscaling_config": {
                 "min_replicas": self.min_replicas,
