@@ -363,14 +363,14 @@ def check_operations_details() -> list[str]:
     series, _ = queried_series(dashboard_queries())
     if "DCGM_FI_DEV_FB_USED" not in series:
         problems.append("the GPU panel does not show frame-buffer use (DCGM_FI_DEV_FB_USED)")
-    values = {
+    model_values: dict[str, Any] = {
         "models": {
             "persistence": {"enabled": True},
             "offline": True,
             "hubToken": {"existingSecret": "hf", "key": "HF_TOKEN"},
         }
     }
-    docs = render_chart(copy.deepcopy(values))
+    docs = render_chart(copy.deepcopy(model_values))
     claims = [d for d in docs if d["kind"] == "PersistentVolumeClaim"]
     stored = _rayservice(docs)
     for group, template in _pod_templates(stored):
