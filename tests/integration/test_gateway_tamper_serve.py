@@ -27,6 +27,7 @@ from tribunal.deploy import local_tls, serve_config, start_local, wait_running
 from loadtest.verified_kb import LEXICAL_CHECKER
 from tests.conftest import REPO
 from tests.integration import test_gateway_tamper as tamper
+from tests.integration._cluster import ray_token_auth
 from tests.integration._tamper_proxy import Mode, TamperProxy
 from tests.integration.test_gateway_tamper import Gateway, Stages, gateway  # noqa: F401
 
@@ -65,27 +66,29 @@ def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stages]:
         apps=STAGE_APPS,
     )
     tls = local_tls(tmp_path_factory.mktemp("tls"))
-    started = start_local(
-        config, temp_dir=REPO / ".build" / "ray", num_cpus=2, auth="token", tls=tls
-    )
-    credentials = grpc.ssl_channel_credentials(
-        root_certificates=tls.ca.read_bytes(),
-        private_key=tls.client.key.read_bytes(),
-        certificate_chain=tls.client.cert.read_bytes(),
-    )
-    upstream = f"127.0.0.1:{started.grpc_port}"
-    proxy = TamperProxy(
-        upstream, upstream_channel=grpc.secure_channel(upstream, credentials), routed=True
-    )
-    try:
-        deploy_config(config)
-        wait_running(list(STAGE_APPS), timeout_s=900)
-        tamper.capture_foreign(proxy)
-        yield Stages(settings.data_dir, proxy, proxy.start(), signer)
-    finally:
-        proxy.stop()
-        serve.shutdown()  # type: ignore[no-untyped-call]
-        ray.shutdown()
+    # Ray caches its auth settings when first imported (earlier tests did): refreshed here.
+    with ray_token_auth(tmp_path_factory.mktemp("ray-auth")):
+        started = start_local(
+            config, temp_dir=REPO / ".build" / "ray", num_cpus=2, auth="token", tls=tls
+        )
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=tls.ca.read_bytes(),
+            private_key=tls.client.key.read_bytes(),
+            certificate_chain=tls.client.cert.read_bytes(),
+        )
+        upstream = f"127.0.0.1:{started.grpc_port}"
+        proxy = TamperProxy(
+            upstream, upstream_channel=grpc.secure_channel(upstream, credentials), routed=True
+        )
+        try:
+            deploy_config(config)
+            wait_running(list(STAGE_APPS), timeout_s=900)
+            tamper.capture_foreign(proxy)
+            yield Stages(settings.data_dir, proxy, proxy.start(), signer)
+        finally:
+            proxy.stop()
+            serve.shutdown()  # type: ignore[no-untyped-call]
+            ray.shutdown()
 
 
 def test_untampered_replies_through_serve_are_answered_and_refused_as_usual(

@@ -87,6 +87,9 @@ def _evaluate(env: dict[str, str], folder: Path, *extra: str) -> subprocess.Comp
 
 
 @pytest.mark.models
+# The estimator runs in tests/unit/test_ppi_estimator.py; this drives the CLI, the
+# judge and the review queue end to end.
+@pytest.mark.extended
 @pytest.mark.timeout(900)
 def test_evaluate_runs_then_tighten_with_reviews(tmp_path: Path) -> None:
     env = _env(tmp_path)

@@ -61,6 +61,8 @@ def _cli(env: dict[str, str], *args: str, timeout: int = 900) -> subprocess.Comp
 
 @pytest.mark.models
 @pytest.mark.slow
+# The plan's maths run in tests/unit/test_label_plan.py; this drives the CLI end to end.
+@pytest.mark.extended
 @pytest.mark.timeout(1200)  # four CLI processes, two of them loading MPNet
 def test_plan_then_label_with_it_on_real_trec_pairs(tmp_path: Path) -> None:
     env = _env(tmp_path)

@@ -29,7 +29,9 @@ from tribunal.v1 import confidence_pb2, gateway_pb2, gateway_pb2_grpc
 from tests.conftest import REPO
 from tests.integration._cluster import free_port, ray_token_auth
 
-pytestmark = [pytest.mark.slow, pytest.mark.security]
+# The same statuses are held in-process by tests/integration/test_serve_strictness.py;
+# this starts Ray Serve to see them through the real proxy.
+pytestmark = [pytest.mark.slow, pytest.mark.security, pytest.mark.extended]
 
 TOKEN = "proxy-query-token-0123456789"
 ROUTE = (("application", "confidence"),)
