@@ -9,8 +9,8 @@ deploy`` starts it: Ray's token auth, every port on loopback, the gRPC proxy beh
 mutual TLS. The tampering proxy dials Serve's proxy with the deployment's client
 certificate and ``application`` metadata; the gateway dials the tampering proxy.
 
-Every mode runs under ``extended``; one representative of the worst class (an injected
-answer with its hashes recomputed) runs in every ``make test``.
+Starting Ray and the three applications takes minutes on 2 cores, so the module runs
+under ``extended`` (``make test-all``); the gRPC path's suite runs in every ``make test``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from tests.integration._cluster import ray_token_auth
 from tests.integration._tamper_proxy import Mode, TamperProxy
 from tests.integration.test_gateway_tamper import Gateway, Stages, gateway  # noqa: F401
 
-pytestmark = [pytest.mark.models, pytest.mark.tamper, pytest.mark.slow]
+# Ray and three applications take minutes to start on 2 cores: `make test-all` runs it.
+pytestmark = [pytest.mark.models, pytest.mark.tamper, pytest.mark.slow, pytest.mark.extended]
 
 STAGE_APPS = ("retrieval", "ensemble", "confidence")
 REPRESENTATIVE = "answer-injected-all-hashes-recomputed"
