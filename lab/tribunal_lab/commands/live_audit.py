@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .._loopback_stages import loopback_stages
 from .._paths import cache_dir, data_root
 from ._live_audit_data import build_data
 from ._live_audit_replay import Replay, write_report
@@ -80,9 +81,6 @@ def _observe_all(settings: Any, work: Path, queries: list[dict[str, Any]]) -> An
     (a killed run resumes at its first missing chunk)."""
     from tribunal.commands.calibrate import _observe, _read_signals, _write_signals
     from tribunal.confidence import read_traffic
-    from tribunal.core import load_settings
-    from tribunal.deploy import STAGES
-    from tribunal.gateway._wiring import serve_stages
 
     observed: list[Any] = []
     bindings = set()
@@ -100,19 +98,7 @@ def _observe_all(settings: Any, work: Path, queries: list[dict[str, Any]]) -> An
         else:
             if host is None:
                 # The stages load once; each chunk reaches them over loopback gRPC.
-                transport, host = serve_stages(settings, ("retrieval", "ensemble"), name="lab")
-                token = transport._token  # the loopback credential serve_stages made
-                transport.close()
-                address = f"127.0.0.1:{host.port}"
-                served = load_settings(
-                    settings.profile,
-                    gateway={
-                        "discovery": "grpc",
-                        # Only retrieval and the matcher are called; the rest must be named.
-                        "addresses": dict.fromkeys(STAGES, address),
-                        "stage_token": token,
-                    },
-                )
+                host, served = loopback_stages(settings)
             part, binding = _observe(served, COLLECTION, traffic)
             _write_signals(signals, traffic, part, binding)
         observed.extend(part)

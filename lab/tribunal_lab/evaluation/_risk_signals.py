@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .._loopback_stages import loopback_stages
+
 __all__ = ["DOMAINS", "RecordedDomain", "record_domain"]
 
 DOMAINS = ("covid", "banking77")
@@ -129,9 +131,6 @@ def _observe_chunks(
 ) -> tuple[Any, list[Any], Any]:
     from tribunal.commands.calibrate import _observe, _read_signals, _write_signals
     from tribunal.confidence import read_traffic
-    from tribunal.core import load_settings
-    from tribunal.deploy import STAGES
-    from tribunal.gateway._wiring import serve_stages
 
     observed: list[Any] = []
     bindings: set[str] = set()
@@ -154,18 +153,7 @@ def _observe_chunks(
         else:
             if host is None:
                 # The stages load once; each chunk reaches them over loopback gRPC.
-                transport, host = serve_stages(settings, ("retrieval", "ensemble"), name="lab")
-                token = transport._token
-                transport.close()
-                address = f"127.0.0.1:{host.port}"
-                served = load_settings(
-                    settings.profile,
-                    gateway={
-                        "discovery": "grpc",
-                        "addresses": dict.fromkeys(STAGES, address),
-                        "stage_token": token,
-                    },
-                )
+                host, served = loopback_stages(settings)
             part, binding = _observe(served, collection, traffic)
             _write_signals(signals, traffic, part, binding)
             fresh += len(chunk)
