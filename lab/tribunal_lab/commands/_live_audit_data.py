@@ -16,13 +16,13 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tribunal.core import jsonl_rows
 
 __all__ = ["LiveAuditData", "build_data"]
 
@@ -37,7 +37,7 @@ class LiveAuditData:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [row.value for row in jsonl_rows(path)]
 
 
 def _humanise(intent: str) -> str:

@@ -19,7 +19,6 @@ traffic and an untouched test split, built seeded from the data sets.
 
 from __future__ import annotations
 
-import json
 import random
 import tempfile
 from collections import defaultdict
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tribunal.core import jsonl_rows
 from tribunal.kb import KbEntry
 
 __all__ = ["CoverageDomain", "LabelledRow", "banking77_domain", "covid_domain", "intent_answer"]
@@ -50,7 +50,7 @@ class CoverageDomain:
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [row.value for row in jsonl_rows(path)]
 
 
 def intent_answer(intent: str) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tribunal.core import jsonl_rows
 
 from .._loopback_stages import loopback_stages
 
@@ -47,7 +48,7 @@ class RecordedDomain:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [row.value for row in jsonl_rows(path)]
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
