@@ -201,9 +201,9 @@ def _check_same(store: Any, job: str, source: dict[str, Any], evaluation: dict[s
 
 
 def _judge(args: argparse.Namespace, settings: Any, store: Any) -> None:
-    from .label import _label
+    from ._label_runner import run_label_job
 
-    report = _label(args, settings, store, "judge")
+    report = run_label_job(args, settings, store, "judge")
     print(report.text(), flush=True)
     if report.remaining:
         raise FailedPreconditionError(

@@ -12,14 +12,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-from ..core import FailedPreconditionError, InvalidArgumentError, Settings
+from ..core import InvalidArgumentError, Settings
 from ..gateway import LabelMode
 from . import _label_estimate, _label_evaluate, _label_plan, _label_status
 from ._label_common import input_spec, job_store, label_settings, relevance_version
+from ._label_runner import run_label_job
 
 __all__ = ["register"]
 
@@ -200,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
         if plan is not None:
             settings = _label_plan.apply_plan(settings, plan, str(args.plan or "PLAN"))
         mode = _open_job(args, settings, store, plan)
-        report = _label(args, settings, store, mode)
+        report = run_label_job(args, settings, store, mode)
         print(report.text())
         if args.report is not None:
             args.report.parent.mkdir(parents=True, exist_ok=True)
@@ -293,71 +293,6 @@ def _open_job(args: argparse.Namespace, settings: Settings, store: Any, plan: An
     if len(failed) > 5:
         print(f"  ... {len(failed) - 5} more (their reasons are in labels.jsonl)", flush=True)
     return mode
-
-
-def _label(args: argparse.Namespace, settings: Settings, store: Any, mode: str) -> Any:
-    from ..jobs import GatewayLabeller, Labeller, PipelineLabeller, run_job
-    from ..jobs._labeller import shares_passes
-
-    if args.batch_size is None:
-        # Judge-only labelling (judge mode, a plan's cascade with its band to humans)
-        # shares forward passes across a batch; a debate labels item by item.
-        args.batch_size = 64 if shares_passes(mode, settings.gateway.label_band_to) else 4
-
-    if args.ray:
-        from ..jobs import run_on_ray
-
-        return run_on_ray(
-            store,
-            args.job,
-            settings,
-            mode=mode,
-            workers=args.workers,
-            batch_size=args.batch_size,
-            progress=not args.no_progress,
-            address=args.ray_address,
-            lease_s=args.lease_seconds,
-        )
-    started = time.perf_counter()
-    labeller: Labeller
-    if args.gateway:
-        labeller = GatewayLabeller(
-            args.gateway,
-            mode,
-            token=args.token,
-            tls_ca=args.tls_ca,
-            server_name=args.tls_server_name,
-        )
-    elif store.counts(args.job).pending:
-        print("loading the models ...", flush=True)
-        labeller = PipelineLabeller(settings, mode)
-    else:
-        labeller = _Nothing()
-    loaded = time.perf_counter() - started
-    try:
-        return run_job(
-            store,
-            args.job,
-            labeller,
-            mode=mode,
-            workers=args.workers or 1,
-            batch_size=args.batch_size,
-            progress=not args.no_progress,
-            load_seconds=loaded,
-            lease_s=args.lease_seconds,
-        )
-    finally:
-        labeller.close()
-
-
-class _Nothing:
-    """A job with nothing pending loads no models."""
-
-    def label(self, items: Any) -> list[Any]:
-        raise FailedPreconditionError("no item should reach a finished job's labeller")
-
-    def close(self) -> None:
-        return None
 
 
 def _write_outputs(store: Any, job: str, paths: dict[str, Path]) -> None:
