@@ -143,7 +143,9 @@ def test_the_monitor_trips_on_reviews_and_a_new_version_starts_afresh(tmp_path: 
     settings = AuditSettings(accept_share=0.5, delta=0.1)
     queue = ReviewQueue(db, votes_per_item=1)
     _serve(db, queue, 30, wrong=set(range(0, 30, 2)), p=0.5)  # half of them wrong
-    bound, pending = live_bound(db, settings, collection="faq", calibrator_version="v1")
+    bounds = live_bound(db, settings, collection="faq", calibrator_version="v1")
+    bound, pending = bounds.cumulative, bounds.pending
+    assert bounds.restarted == ()
     assert (bound.accepted, bound.audited, bound.wrong, pending) == (30, 30, 15, 0)
     assert bound.estimate == pytest.approx(1.0)  # 15 wrong, each weighted 1/0.5, over 30
     monitor = LiveMonitor(db, settings)

@@ -177,9 +177,8 @@ def test_artifact_round_trips_with_its_binding(calibrated: object, tmp_path: Pat
     probe = [c.signals for c in _traffic(5, 1, seed=9)[1][0]]
     assert np.array_equal(loaded.predict(probe), artifact.predict(probe))
     # Same inputs and creation time: the same bytes.
-    again = calibrate(
-        *_traffic(), CalibrationConfig(), BINDING, created="2026-12-01T00:00:00+00:00"
-    )
+    config = CalibrationConfig(alphas=(0.05, 0.1, 0.2), delta=0.1, method="ltt")
+    again = calibrate(*_traffic(), config, BINDING, created="2026-12-01T00:00:00+00:00")
     assert again.artifact.save(tmp_path / "again.json").read_bytes() == path.read_bytes()
 
 

@@ -16,7 +16,8 @@ from tests.unit._confidence_data import synthetic_data, synthetic_signals
 
 @pytest.fixture(scope="module")
 def artifact() -> CalibratorArtifact:
-    return fit_artifact(synthetic_data(1000), FitConfig(calibrator="platt", alphas=(0.05, 0.1)))
+    # 2,000 items: the risk control certifies α = 0.05 on the part it did not fit on.
+    return fit_artifact(synthetic_data(2000), FitConfig(calibrator="platt", alphas=(0.05, 0.1)))
 
 
 def test_scores_match_the_artifact_and_decide_by_the_alpha_threshold(
