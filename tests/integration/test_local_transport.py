@@ -27,7 +27,8 @@ STRONG = confidence_pb2.Signals(ensemble_p_match=0.97, judge_p_yes={"a": 0.95})
 
 @pytest.fixture
 def transport(tmp_path: Path) -> Iterator[tuple[LocalTransport, CalibratorArtifact]]:
-    artifact = fit_artifact(synthetic_data(500), FitConfig(calibrator="platt", alphas=(0.05,)))
+    # 2,000 items: the risk control certifies α = 0.05 on the part it did not fit on.
+    artifact = fit_artifact(synthetic_data(2000), FitConfig(calibrator="platt", alphas=(0.05,)))
     artifact.save(tmp_path / "calibrator.json")
     settings = load_settings(
         confidence={"artifact_path": tmp_path / "calibrator.json", "alpha": 0.05}
