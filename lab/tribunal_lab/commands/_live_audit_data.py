@@ -16,13 +16,14 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tribunal.core import jsonl_rows
+
+from ..datasets.banking77 import read_banking77
 
 __all__ = ["LiveAuditData", "build_data"]
 
@@ -46,11 +47,7 @@ def _humanise(intent: str) -> str:
 
 def build_data(root: Path, *, seed: int = 0, extended: int = 2500) -> LiveAuditData:
     rng = np.random.default_rng(seed)
-    train = _jsonl(root / "banking77" / "train.jsonl")
-    test = _jsonl(root / "banking77" / "test.jsonl")
-    by_intent: dict[str, list[str]] = defaultdict(list)
-    for row in train:
-        by_intent[row["intent"]].append(row["query"])
+    train, test, by_intent = read_banking77(root / "banking77")
     intents = sorted(by_intent)
     held = {intents[i] for i in rng.choice(len(intents), size=12, replace=False)}
     kb: list[dict[str, Any]] = []

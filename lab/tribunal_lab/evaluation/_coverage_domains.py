@@ -29,6 +29,8 @@ from typing import Any
 from tribunal.core import jsonl_rows
 from tribunal.kb import KbEntry
 
+from ..datasets.banking77 import read_banking77
+
 __all__ = ["CoverageDomain", "LabelledRow", "banking77_domain", "covid_domain", "intent_answer"]
 
 LabelledRow = dict[str, Any]
@@ -68,13 +70,10 @@ def banking77_domain(
     test_size: int | None = None,
 ) -> CoverageDomain:
     """See the module docstring."""
-    train, test = _rows(folder / "train.jsonl"), _rows(folder / "test.jsonl")
+    train, test, by_intent = read_banking77(folder)
     rng = random.Random(seed)
     intents = sorted({row["intent"] for row in train})
     outside = set(rng.sample(intents, heldout_intents))
-    by_intent: dict[str, list[str]] = defaultdict(list)
-    for row in train:
-        by_intent[row["intent"]].append(row["query"])
     one: list[KbEntry] = []
     phrased: list[KbEntry] = []
     used: set[str] = set()

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 from tribunal.core import jsonl_rows
 
 from .._loopback_stages import loopback_stages
+from ..datasets.banking77 import read_banking77
 
 __all__ = ["DOMAINS", "RecordedDomain", "record_domain"]
 
@@ -65,11 +65,7 @@ def banking77_domain(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The banking FAQ (entries) and its labelled query pool."""
     rng = np.random.default_rng(seed)
-    train = _jsonl(root / "banking77" / "train.jsonl")
-    test = _jsonl(root / "banking77" / "test.jsonl")
-    by_intent: dict[str, list[str]] = defaultdict(list)
-    for row in train:
-        by_intent[row["intent"]].append(row["query"])
+    _, test, by_intent = read_banking77(root / "banking77")
     kb: list[dict[str, Any]] = []
     for intent in sorted(by_intent):
         phrasings = [by_intent[intent][i] for i in rng.permutation(len(by_intent[intent]))[:5]]
