@@ -15,8 +15,11 @@ fan-out (ensemble ‖ entailment per request) has its own pool, as in
 ``servicer.build_host``; store and pipelines are wired by the same code
 (:mod:`._wiring`).
 
-A client's gRPC deadline does not cross Serve's proxy; the request budget is
-``gateway.deadline_s`` (and the proxy's ``grpc_options.request_timeout_s``).
+A client's gRPC deadline does not cross Serve's proxy. Tribunal's channels also send it
+as ``tribunal-deadline-ms`` metadata, which the proxy passes on: the replica spends at
+most that (less a margin), so a late stage becomes a FALLBACK naming it while the client
+still waits. Without the header the budget is ``gateway.deadline_s`` (and the proxy's
+``grpc_options.request_timeout_s``).
 Every proxy call is checked by :class:`~tribunal.deploy.ServeApp`'s wrapper, as on
 every other application: a credential from ``server.credentials_file`` whose role
 may call the method (UNAUTHENTICATED / PERMISSION_DENIED otherwise). Handle calls
@@ -28,6 +31,7 @@ inside the cluster are not checked.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -37,6 +41,7 @@ from ray import serve
 from ray.serve import Application
 
 from ..core import Settings
+from ..core.server import deadline_from_metadata
 from ..deploy import ServeApp
 from ..v1 import gateway_pb2
 from ._ray_transport import RayServeTransport
@@ -48,11 +53,20 @@ __all__ = ["GatewayDeployment", "build_app"]
 T = TypeVar("T")
 
 
-class _NoDeadline:
-    """The servicer's view of a proxy call: no client deadline crosses Serve's proxy."""
+class _ProxyDeadline:
+    """The servicer's view of a proxy call: the caller's ``tribunal-deadline-ms`` (gRPC's
+    own deadline does not cross Serve's proxy), or none."""
 
-    def time_remaining(self) -> None:
-        return None
+    def __init__(self, grpc_context: Any | None) -> None:
+        self._received_at = time.monotonic()
+        metadata = grpc_context.invocation_metadata() if grpc_context is not None else ()
+        # Checked now, on the request's way in: a malformed header is INVALID_ARGUMENT.
+        self._seconds = deadline_from_metadata(metadata)
+
+    def time_remaining(self) -> float | None:
+        if self._seconds is None:
+            return None
+        return max(0.0, self._seconds - (time.monotonic() - self._received_at))
 
 
 @serve.deployment(name="gateway")
@@ -83,12 +97,14 @@ class GatewayDeployment(ServeApp, service="gateway"):
     async def Answer(
         self, request: gateway_pb2.AnswerRequest, grpc_context: Any = None
     ) -> gateway_pb2.AnswerResponse:
-        return await self._run(partial(self.servicer.Answer, request, _NoDeadline()))  # type: ignore[arg-type]
+        deadline = _ProxyDeadline(grpc_context)
+        return await self._run(partial(self.servicer.Answer, request, deadline))  # type: ignore[arg-type]
 
     async def Label(
         self, request: gateway_pb2.LabelRequest, grpc_context: Any = None
     ) -> gateway_pb2.LabelResponse:
-        return await self._run(partial(self.servicer.Label, request, _NoDeadline()))  # type: ignore[arg-type]
+        deadline = _ProxyDeadline(grpc_context)
+        return await self._run(partial(self.servicer.Label, request, deadline))  # type: ignore[arg-type]
 
     async def BatchLabel(
         self, request: gateway_pb2.BatchLabelRequest, grpc_context: Any = None
@@ -96,10 +112,11 @@ class GatewayDeployment(ServeApp, service="gateway"):
         """Streams each item's result as it finishes (the servicer's generator, in a thread)."""
         loop = asyncio.get_running_loop()
         finished: asyncio.Queue[gateway_pb2.BatchLabelResponse | None] = asyncio.Queue()
+        deadline = _ProxyDeadline(grpc_context)
 
         def produce() -> None:
             try:
-                for reply in self.servicer.BatchLabel(request, _NoDeadline()):  # type: ignore[arg-type]
+                for reply in self.servicer.BatchLabel(request, deadline):  # type: ignore[arg-type]
                     loop.call_soon_threadsafe(finished.put_nowait, reply)
             finally:
                 loop.call_soon_threadsafe(finished.put_nowait, None)

@@ -12,6 +12,7 @@ from ._credentials import (
     read_credentials_file,
     token_sha256,
 )
+from ._deadline_header import DEADLINE_METADATA, deadline_from_metadata
 from ._exposure import check_exposure, is_loopback
 from ._host import ServiceBinding, ServiceHost
 from ._limits import RequestLimits
@@ -19,6 +20,7 @@ from ._metrics import METRICS, Metric
 from ._status import status_for
 
 __all__ = [
+    "DEADLINE_METADATA",
     "METRICS",
     "RETRIED_READS",
     "Caller",
@@ -34,6 +36,7 @@ __all__ = [
     "check_exposure",
     "credential_from_entry",
     "credentials_from",
+    "deadline_from_metadata",
     "install_reload_signal",
     "is_loopback",
     "new_token",

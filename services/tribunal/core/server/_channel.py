@@ -18,6 +18,9 @@ a bulk label job to a remote gateway, ``tribunal ask``) opens its channel here:
   try reaches a live one. gRPC's own retry support (the channel's service config) does
   it, and never after a response has started. Only calls that are safe to repeat belong
   there.
+- every call with a timeout also carries it as ``tribunal-deadline-ms`` metadata
+  (:mod:`._deadline_header`), for the gateway behind Ray Serve's proxy, which does not
+  pass gRPC's own deadline on.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 import grpc
 
 from .._errors import ConfigError
+from ._deadline_header import DeadlineMetadataInterceptor
 from ._exposure import is_loopback
 
 __all__ = ["RETRIED_READS", "bearer_metadata", "host_of", "open_channel", "retry_service_config"]
@@ -139,7 +143,9 @@ def open_channel(
                 "retrieval.verifier_tls_ca_file) or dial a loopback address",
                 field="tls_ca",
             )
-        return grpc.insecure_channel(address, options=options)
+        return grpc.intercept_channel(
+            grpc.insecure_channel(address, options=options), DeadlineMetadataInterceptor()
+        )
     root_certificates = _pem(tls_ca, "ca")
     if server_name:
         options.append(("grpc.ssl_target_name_override", server_name))
@@ -148,4 +154,6 @@ def open_channel(
         private_key=_pem(tls_key, "key") if tls_key is not None else None,
         certificate_chain=_pem(tls_cert, "cert") if tls_cert is not None else None,
     )
-    return grpc.secure_channel(address, credentials, options=options)
+    return grpc.intercept_channel(
+        grpc.secure_channel(address, credentials, options=options), DeadlineMetadataInterceptor()
+    )
