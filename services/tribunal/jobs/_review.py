@@ -250,6 +250,8 @@ class ReviewItem:
     history: dict[str, Any]
     is_attention: bool = False
     expected_label: str | None = None
+    audit_id: str = ""
+    """Set on an audited fallback: the decision whose candidates the page offers."""
 
 
 def item_view(item: ReviewItem) -> dict[str, Any]:
@@ -272,6 +274,44 @@ def _attention_token(item: AttentionItem) -> str:
     return hashlib.sha256(item.key.encode()).hexdigest()[:32]
 
 
+AUDIT_REASON = "audit_sample"
+"""The escalation reason of a live-audit item (``tribunal.audit``; named here, not
+imported: the audit package reads this one's votes)."""
+
+
+def is_audited_fallback(row: EscalationRow) -> bool:
+    """An audited FALLBACK: its review asks which entry, if any, answers the query."""
+    history = row.history if isinstance(row.history, dict) else {}
+    return row.reason == AUDIT_REASON and history.get("decision") == "FALLBACK"
+
+
+def _picked_entry(entry_id: str | None, label: str) -> str | None:
+    """A vote's ``entry_id``, validated: a non-empty id, with the label ``relevant``."""
+    if entry_id is None:
+        return None
+    entry_id = entry_id.strip()
+    if not entry_id or len(entry_id) > 256:
+        raise InvalidArgumentError(
+            "entry_id must be a non-empty entry id of at most 256 characters", field="entry_id"
+        )
+    if label != "relevant":
+        raise InvalidArgumentError(
+            "an entry_id goes with the label relevant (it answers the query); say none "
+            "with irrelevant and no entry_id",
+            field="entry_id",
+        )
+    return entry_id
+
+
+def _no_entry_here(entry_id: str | None) -> None:
+    if entry_id is not None:
+        raise InvalidArgumentError(
+            "entry_id is for audited fallbacks only (which entry, if any, answers the "
+            "query); vote relevant or irrelevant here",
+            field="entry_id",
+        )
+
+
 def _escalation_item(row: EscalationRow) -> ReviewItem:
     return ReviewItem(
         key=row.id,
@@ -280,6 +320,7 @@ def _escalation_item(row: EscalationRow) -> ReviewItem:
         chunk=row.chunk,
         answers=tuple(row.answers),
         history=row.history if isinstance(row.history, dict) else {},
+        audit_id=row.audit_id or "" if is_audited_fallback(row) else "",
     )
 
 
@@ -441,15 +482,26 @@ class ReviewQueue:
     # -- voting ---------------------------------------------------------------------------
 
     def vote(
-        self, annotator: str, token: str, label: str, *, seconds: float | None = None
+        self,
+        annotator: str,
+        token: str,
+        label: str,
+        *,
+        seconds: float | None = None,
+        entry_id: str | None = None,
     ) -> VoteResult:
-        """Record a vote; a repeated (token, annotator) vote is a no-op."""
+        """Record a vote; a repeated (token, annotator) vote is a no-op.
+
+        ``entry_id``: on an audited fallback, the entry the annotator picked as the one
+        that answers the query (with label ``relevant``; ``irrelevant`` says none does).
+        """
         annotator = validate_annotator(annotator)
         label = label.strip().lower()
         if label not in LABELS:
             raise InvalidArgumentError(
                 f"label must be one of {', '.join(LABELS)}, got {label!r}", field="label"
             )
+        entry_id = _picked_entry(entry_id, label)
         if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
             raise InvalidArgumentError(
                 f"seconds must be a finite number >= 0, got {seconds}", field="seconds"
@@ -458,6 +510,7 @@ class ReviewQueue:
         with self._lock, self.db.session() as session:
             if check is not None:
                 key, expected = check.key, check.label
+                _no_entry_here(entry_id)
             else:
                 statement = select(EscalationRow).where(EscalationRow.id == token)
                 statement = _in_job(statement, self.job)
@@ -467,6 +520,8 @@ class ReviewQueue:
                 if row is None or row.status != "open":
                     raise NotFoundError(f"no open review item {token!r}")
                 key, expected = row.id, None
+                if not is_audited_fallback(row):
+                    _no_entry_here(entry_id)
             existing = session.scalars(
                 select(ReviewVoteRow.label).where(
                     ReviewVoteRow.item_key == key, ReviewVoteRow.annotator == annotator
@@ -491,6 +546,7 @@ class ReviewQueue:
                         job=self.job,
                         annotator=annotator,
                         label=label,
+                        entry_id=entry_id,
                         is_attention=check is not None,
                         expected_label=expected,
                         created_at=dt.datetime.now(dt.UTC),
@@ -515,6 +571,28 @@ class ReviewQueue:
             label=label if stored else str(existing),
             labelled=int(labelled or 0),
         )
+
+    def _escalation(self, token: str) -> EscalationRow:
+        with self.db.session() as session:
+            row = session.get(EscalationRow, token)
+            if row is None:
+                raise NotFoundError(f"no open review item {token!r}")
+            session.expunge(row)
+            return row
+
+    def collection_of(self, token: str) -> str:
+        """The collection of a review item's decision ("" when it names none).
+
+        Raises:
+            NotFoundError: no such item.
+        """
+        row = self._escalation(token)
+        history = row.history if isinstance(row.history, dict) else {}
+        return str(history.get("collection", ""))
+
+    def audit_id_of(self, token: str) -> str:
+        """The audit id of a review item's decision."""
+        return str(self._escalation(token).audit_id or "")
 
     def stats(self) -> dict[str, Any]:
         return review_stats(self.db, votes_per_item=self.votes_per_item, job=self.job)
