@@ -1,0 +1,168 @@
+"""An audited fallback's review on a real server and store: the page asks which entry, if
+any, answers the query, offers the decision's candidates and a search of the KB, and the
+vote names the picked entry (or none); ``--from-audit``'s traffic labels the fallback with
+it, and the pick is proposed as a phrasing link. Keys, marker header and origin as for
+every vote; an ACCEPT's review still asks yes or no."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tribunal.audit import AUDIT_REASON, audit_traffic
+from tribunal.core.storage import Database, DecisionRecord, EscalationRecord
+from tribunal.jobs._review import ReviewQueue
+from tribunal.jobs._review_annotators import AnnotatorRegistry
+from tribunal.jobs._review_pick import search_stored
+from tribunal.jobs._review_web import review_server
+from tribunal.retrieval import PhrasingLinks
+
+from tests.integration.test_review_security import Site, _call
+
+QUESTIONS = {
+    "card-lost": "I lost my card",
+    "pin": "How do I change my PIN?",
+    "fees": "What are the card fees?",
+}
+
+
+def _search(_collection: str, text: str, limit: int) -> list[dict[str, str]]:
+    words = text.lower()
+    return [
+        {"id": i, "question": q} for i, q in QUESTIONS.items() if words == i or words in q.lower()
+    ][:limit]
+
+
+@pytest.fixture
+def site(database_url: str) -> Iterator[Site]:
+    db = Database(database_url)
+    queue = ReviewQueue(db, votes_per_item=2)
+    annotators = AnnotatorRegistry(db)
+    server, sock = review_server(
+        queue,
+        annotators=annotators,
+        host="127.0.0.1",
+        port=0,
+        links=PhrasingLinks(db, max_query_chars=200),
+        questions=lambda _c, ids: {i: QUESTIONS[i] for i in ids if i in QUESTIONS},
+        search=_search,
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive(), "the review server exited during start-up"
+        assert time.monotonic() < deadline, "the review server did not start in 20 s"
+        time.sleep(0.05)
+    try:
+        yield Site(sock.getsockname()[1], db, [], annotators)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+        db.close()
+
+
+def _audited(db: Database, index: int, decision: str, query: str) -> str:
+    audit_id = f"{index:032d}"
+    p = 0.5 if decision == "ACCEPT" else 0.1
+    db.record_decision(
+        DecisionRecord(
+            id=audit_id,
+            kind="answer",
+            query=query,
+            decision=decision,
+            collection="bank",
+            confidence=0.4,
+            candidate_ids=["pin", "card-lost"],
+            versions={"confidence": {"calibrator": "v1"}},
+            detail={"audit": {"p": p, "sampled": True, "stratum": decision.lower(), "min_p": p}},
+        ),
+        EscalationRecord(
+            query=query,
+            chunk="Q: How do I change my PIN?\nA: In the app.",
+            reason=AUDIT_REASON,
+            item_id=audit_id,
+            history={"decision": decision, "kb_entry_id": "pin", "collection": "bank", "p": p},
+        ),
+    )
+    return audit_id
+
+
+def test_a_fallback_review_picks_the_entry_and_from_audit_uses_it(site: Site) -> None:
+    fallback = _audited(site.db, 0, "FALLBACK", "my card was stolen")
+    keys = [site.annotators.add("rita"), site.annotators.add("sam")]
+    status, body, _ = _call(site, "GET", "/api/next", key=keys[0])
+    item = body["item"]
+    assert status == 200
+    assert item["pick"] == {
+        "question": "Which entry, if any, answers this query?",
+        "collection": "bank",
+        "shown": "pin",
+        "candidates": [
+            {"id": "pin", "question": "How do I change my PIN?"},
+            {"id": "card-lost", "question": "I lost my card"},
+        ],
+    }
+    # The KB search, signed in only.
+    assert _call(site, "GET", "/api/entries?collection=bank&q=fees")[0] == 401
+    status, body, _ = _call(site, "GET", "/api/entries?collection=bank&q=fees", key=keys[0])
+    assert (status, body["entries"]) == (
+        200,
+        [{"id": "fees", "question": "What are the card fees?"}],
+    )
+    assert _call(site, "GET", "/api/entries?collection=bank", key=keys[0])[0] == 400
+    # A pick that is not in the KB, or with "none", is refused with what to fix.
+    vote = {"item": item["item"], "label": "relevant", "entry_id": "nope"}
+    status, body, _ = _call(site, "POST", "/api/vote", vote, key=keys[0])
+    assert (status, "no entry 'nope' in collection 'bank'" in str(body["error"])) == (400, True)
+    vote = {"item": item["item"], "label": "irrelevant", "entry_id": "card-lost"}
+    assert _call(site, "POST", "/api/vote", vote, key=keys[0])[0] == 400
+    # Without the marker header nothing is recorded.
+    vote = {"item": item["item"], "label": "relevant", "entry_id": "card-lost"}
+    assert _call(site, "POST", "/api/vote", vote, key=keys[0], marker=False)[0] == 403
+    # Both annotators pick card-lost (a candidate that was not the one shown).
+    for key in keys:
+        status, body, _ = _call(site, "POST", "/api/vote", vote, key=key)
+        assert (status, body["stored"]) == (200, True)
+    rows, counts = audit_traffic(site.db, collection="bank", votes_per_item=2)
+    assert [(row["audit_id"], row["answers"]) for row in rows] == [(fallback, ["card-lost"])]
+    assert counts["by_decision"] == {"FALLBACK": 1}
+    # The pick is also a pending phrasing link (one per query and entry: the first pick's).
+    stored = PhrasingLinks(site.db, max_query_chars=200).links(status="pending")
+    assert [(x.entry_id, x.proposed_by, x.audit_id) for x in stored] == [
+        ("card-lost", "rita", fallback)
+    ]
+
+
+def test_an_accept_review_asks_yes_or_no_and_refuses_a_pick(site: Site) -> None:
+    _audited(site.db, 1, "ACCEPT", "how to change pin")
+    key = site.annotators.add("rita")
+    _, body, _ = _call(site, "GET", "/api/next", key=key)
+    assert "pick" not in body["item"]
+    vote = {"item": body["item"]["item"], "label": "relevant", "entry_id": "pin"}
+    status, reply, _ = _call(site, "POST", "/api/vote", vote, key=key)
+    assert (status, "for audited fallbacks only" in str(reply["error"])) == (400, True)
+
+
+def test_the_kb_search_reads_the_stored_entries(tmp_path: Path) -> None:
+    path = tmp_path / "entries.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE entries (id TEXT PRIMARY KEY, record TEXT)")
+    for entry_id, question in QUESTIONS.items():
+        db.execute(
+            "INSERT INTO entries VALUES (?, ?)",
+            (entry_id, json.dumps({"question": question, "answer": "100% sure"})),
+        )
+    db.commit()
+    db.close()
+    assert search_stored(path, "pin", 10)[0] == {"id": "pin", "question": "How do I change my PIN?"}
+    assert [e["id"] for e in search_stored(path, "card", 10)] == ["card-lost", "fees"]
+    assert search_stored(path, "100%", 1) == [{"id": "card-lost", "question": "I lost my card"}]
+    assert search_stored(path, "_", 10) == []  # LIKE wildcards are matched literally
+    assert search_stored(tmp_path / "missing.sqlite3", "pin", 10) == []
