@@ -102,7 +102,7 @@ def search_stored(path: Path, text: str, limit: int) -> list[dict[str, str]]:
 def entry_search(root: Path) -> EntrySearch:
     """The search of stored entries in the collections under ``root``
     (``data_dir/retrieval``), read-only: what the page offers to pick a fallback's entry."""
-    from ..retrieval import check_collection_name
+    from ..retrieval._validation import check_collection_name
 
     def search(collection: str, text: str, limit: int) -> list[dict[str, str]]:
         check_collection_name(collection)  # a name from a request never walks out of root
