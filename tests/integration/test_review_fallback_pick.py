@@ -166,3 +166,29 @@ def test_the_kb_search_reads_the_stored_entries(tmp_path: Path) -> None:
     assert search_stored(path, "100%", 1) == [{"id": "card-lost", "question": "I lost my card"}]
     assert search_stored(path, "_", 10) == []  # LIKE wildcards are matched literally
     assert search_stored(tmp_path / "missing.sqlite3", "pin", 10) == []
+
+
+def test_a_pick_on_an_attention_check_is_refused_like_any_other_item(
+    site: Site, tmp_path: Path
+) -> None:
+    from tribunal.jobs._review import _attention_token, load_attention
+    from tribunal.jobs._review_pick import pick_vote
+
+    path = tmp_path / "attention.jsonl"
+    path.write_text('{"query": "q", "chunk": "c", "answers": ["a"], "label": "relevant"}\n')
+    checks = load_attention(path)
+    queue = ReviewQueue(site.db, votes_per_item=1, attention=checks)
+    _audited(site.db, 2, "ACCEPT", "how to change pin")
+    real = queue.next_item("sam", exclude=[_attention_token(checks[0])])
+    assert real is not None and not real.is_attention
+    accept = real.token
+    assert queue.audited_fallback(accept) is None
+    refusals = []
+    for token in (_attention_token(checks[0]), accept):
+        with pytest.raises(Exception, match="for audited fallbacks only") as info:
+            pick_vote(
+                queue, "rita", token, "relevant", seconds=None, entry_id="pin",
+                questions=None, links=None,
+            )  # fmt: skip
+        refusals.append(str(info.value))
+    assert refusals[0] == refusals[1]  # nothing tells an attention check apart

@@ -45,6 +45,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError, jsonl_rows
 from ..core.storage import Base, Database, EscalationRow
+from ._review_audit import is_audited_fallback, no_entry_here, picked_entry
 from ._review_tables import ReviewVoteRow
 from ._tables import JobItemRow
 
@@ -274,44 +275,6 @@ def _attention_token(item: AttentionItem) -> str:
     return hashlib.sha256(item.key.encode()).hexdigest()[:32]
 
 
-AUDIT_REASON = "audit_sample"
-"""The escalation reason of a live-audit item (``tribunal.audit``; named here, not
-imported: the audit package reads this one's votes)."""
-
-
-def is_audited_fallback(row: EscalationRow) -> bool:
-    """An audited FALLBACK: its review asks which entry, if any, answers the query."""
-    history = row.history if isinstance(row.history, dict) else {}
-    return row.reason == AUDIT_REASON and history.get("decision") == "FALLBACK"
-
-
-def _picked_entry(entry_id: str | None, label: str) -> str | None:
-    """A vote's ``entry_id``, validated: a non-empty id, with the label ``relevant``."""
-    if entry_id is None:
-        return None
-    entry_id = entry_id.strip()
-    if not entry_id or len(entry_id) > 256:
-        raise InvalidArgumentError(
-            "entry_id must be a non-empty entry id of at most 256 characters", field="entry_id"
-        )
-    if label != "relevant":
-        raise InvalidArgumentError(
-            "an entry_id goes with the label relevant (it answers the query); say none "
-            "with irrelevant and no entry_id",
-            field="entry_id",
-        )
-    return entry_id
-
-
-def _no_entry_here(entry_id: str | None) -> None:
-    if entry_id is not None:
-        raise InvalidArgumentError(
-            "entry_id is for audited fallbacks only (which entry, if any, answers the "
-            "query); vote relevant or irrelevant here",
-            field="entry_id",
-        )
-
-
 def _escalation_item(row: EscalationRow) -> ReviewItem:
     return ReviewItem(
         key=row.id,
@@ -501,7 +464,7 @@ class ReviewQueue:
             raise InvalidArgumentError(
                 f"label must be one of {', '.join(LABELS)}, got {label!r}", field="label"
             )
-        entry_id = _picked_entry(entry_id, label)
+        entry_id = picked_entry(entry_id, label)
         if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
             raise InvalidArgumentError(
                 f"seconds must be a finite number >= 0, got {seconds}", field="seconds"
@@ -510,7 +473,7 @@ class ReviewQueue:
         with self._lock, self.db.session() as session:
             if check is not None:
                 key, expected = check.key, check.label
-                _no_entry_here(entry_id)
+                no_entry_here(entry_id)
             else:
                 statement = select(EscalationRow).where(EscalationRow.id == token)
                 statement = _in_job(statement, self.job)
@@ -521,7 +484,7 @@ class ReviewQueue:
                     raise NotFoundError(f"no open review item {token!r}")
                 key, expected = row.id, None
                 if not is_audited_fallback(row):
-                    _no_entry_here(entry_id)
+                    no_entry_here(entry_id)
             existing = session.scalars(
                 select(ReviewVoteRow.label).where(
                     ReviewVoteRow.item_key == key, ReviewVoteRow.annotator == annotator
@@ -572,27 +535,17 @@ class ReviewQueue:
             labelled=int(labelled or 0),
         )
 
-    def _escalation(self, token: str) -> EscalationRow:
+    def audited_fallback(self, token: str) -> EscalationRow | None:
+        """The item's row when it is an open audited fallback (it asks which entry answers);
+        None for any other token, attention checks included (the answer says nothing more)."""
+        if token in self._attention_by_token:
+            return None
         with self.db.session() as session:
             row = session.get(EscalationRow, token)
-            if row is None:
-                raise NotFoundError(f"no open review item {token!r}")
+            if row is None or row.status != "open" or not is_audited_fallback(row):
+                return None
             session.expunge(row)
             return row
-
-    def collection_of(self, token: str) -> str:
-        """The collection of a review item's decision ("" when it names none).
-
-        Raises:
-            NotFoundError: no such item.
-        """
-        row = self._escalation(token)
-        history = row.history if isinstance(row.history, dict) else {}
-        return str(history.get("collection", ""))
-
-    def audit_id_of(self, token: str) -> str:
-        """The audit id of a review item's decision."""
-        return str(self._escalation(token).audit_id or "")
 
     def stats(self) -> dict[str, Any]:
         return review_stats(self.db, votes_per_item=self.votes_per_item, job=self.job)

@@ -15,13 +15,24 @@ import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import InvalidArgumentError, NotFoundError
 from ..core.storage import Database
-from ._review import ReviewItem
+from ._review import ReviewItem, ReviewQueue, VoteResult
+from ._review_audit import no_entry_here
 
-__all__ = ["PICK_QUESTION", "EntrySearch", "entry_search", "pick_view", "search_query"]
+if TYPE_CHECKING:
+    from ..retrieval import PhrasingLinks
+
+__all__ = [
+    "PICK_QUESTION",
+    "EntrySearch",
+    "entry_search",
+    "pick_view",
+    "pick_vote",
+    "search_query",
+]
 
 PICK_QUESTION = "Which entry, if any, answers this query?"
 EntrySearch = Callable[[str, str, int], list[dict[str, str]]]
@@ -55,6 +66,41 @@ def pick_view(
         "shown": shown,
         "candidates": [{"id": i, "question": found.get(i, "")} for i in ids],
     }
+
+
+def pick_vote(
+    queue: ReviewQueue,
+    annotator: str,
+    token: str,
+    label: str,
+    *,
+    seconds: float | None,
+    entry_id: str | None,
+    questions: Callable[[str, Sequence[str]], Mapping[str, str]] | None,
+    links: PhrasingLinks | None,
+) -> VoteResult:
+    """A vote, with its picked entry when it has one: the item must be an audited
+    fallback (the same refusal for any other item, attention checks included), the entry
+    must exist in the item's collection (a typo is not a label), and a stored pick is also
+    proposed as a phrasing link of the query (an admin approves)."""
+    row = None
+    if entry_id is not None:
+        row = queue.audited_fallback(token)
+        if row is None:
+            no_entry_here(entry_id)
+    if row is not None and entry_id is not None and questions is not None:
+        history = row.history if isinstance(row.history, dict) else {}
+        collection = str(history.get("collection", ""))
+        if entry_id.strip() not in questions(collection, [entry_id.strip()]):
+            raise InvalidArgumentError(
+                f"no entry {entry_id.strip()!r} in collection {collection!r}: pick a "
+                "candidate or search the KB",
+                field="entry_id",
+            )
+    result = queue.vote(annotator, token, label, seconds=seconds, entry_id=entry_id)
+    if result.stored and row is not None and entry_id is not None and links is not None:
+        links.propose(annotator, audit_id=str(row.audit_id or ""), entry_id=entry_id.strip())
+    return result
 
 
 def search_query(params: Mapping[str, str]) -> tuple[str, str, int]:

@@ -59,7 +59,7 @@ from ._review import ReviewQueue, item_view
 from ._review_annotators import AnnotatorRegistry
 from ._review_guard import KeyAttempts, parse_host, same_origin
 from ._review_page import HEADERS, PAGE
-from ._review_pick import EntrySearch, pick_view, search_query
+from ._review_pick import EntrySearch, pick_view, pick_vote, search_query
 
 if TYPE_CHECKING:
     from ..retrieval import PhrasingLinks
@@ -296,26 +296,18 @@ class _ReviewApi:
         entry_id = body.get("entry_id")
         if entry_id is not None and not isinstance(entry_id, str):
             raise InvalidArgumentError("entry_id must be a string", field="entry_id")
-        if entry_id is not None and self.questions is not None:
-            # The picked entry must exist in the item's collection (a typo is not a label).
-            collection = await run_in_threadpool(self.queue.collection_of, item)
-            found = await run_in_threadpool(self.questions, collection, [entry_id.strip()])
-            if entry_id.strip() not in found:
-                raise InvalidArgumentError(
-                    f"no entry {entry_id.strip()!r} in collection {collection!r}: pick a "
-                    "candidate or search the KB",
-                    field="entry_id",
-                )
         result = await run_in_threadpool(
-            lambda: self.queue.vote(annotator, item, label, seconds=seconds, entry_id=entry_id)
-        )
-        if result.stored and entry_id is not None and self.links is not None:
-            # The picked entry is also proposed as a phrasing of the query (an admin approves).
-            audit_id = await run_in_threadpool(self.queue.audit_id_of, item)
-            links = self.links
-            await run_in_threadpool(
-                lambda: links.propose(annotator, audit_id=audit_id, entry_id=entry_id.strip())
+            lambda: pick_vote(
+                self.queue,
+                annotator,
+                item,
+                label,
+                seconds=seconds,
+                entry_id=entry_id,
+                questions=self.questions,
+                links=self.links,
             )
+        )
         if not result.stored:
             # The store holds one vote per (item, annotator): this one is refused.
             raise FailedPreconditionError(
