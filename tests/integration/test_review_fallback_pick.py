@@ -6,6 +6,7 @@ every vote; an ACCEPT's review still asks yes or no."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -38,10 +39,8 @@ def _search(_collection: str, text: str, limit: int) -> list[dict[str, str]]:
     ][:limit]
 
 
-@pytest.fixture
-def site(database_url: str) -> Iterator[Site]:
-    db = Database(database_url)
-    queue = ReviewQueue(db, votes_per_item=2)
+@contextlib.contextmanager
+def _serving(db: Database, queue: ReviewQueue) -> Iterator[Site]:
     annotators = AnnotatorRegistry(db)
     server, sock = review_server(
         queue,
@@ -65,6 +64,15 @@ def site(database_url: str) -> Iterator[Site]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@pytest.fixture
+def site(database_url: str) -> Iterator[Site]:
+    db = Database(database_url)
+    try:
+        with _serving(db, ReviewQueue(db, votes_per_item=2)) as serving:
+            yield serving
+    finally:
         db.close()
 
 
@@ -180,9 +188,10 @@ def test_a_pick_on_an_attention_check_is_refused_like_any_other_item(
     queue = ReviewQueue(site.db, votes_per_item=1, attention=checks)
     _audited(site.db, 2, "ACCEPT", "how to change pin")
     real = queue.next_item("sam", exclude=[_attention_token(checks[0])])
-    assert real is not None and not real.is_attention
+    assert real is not None
+    assert not real.is_attention
     accept = real.token
-    assert queue.audited_fallback(accept) is None
+    assert queue.pick_target(accept) is None
     refusals = []
     for token in (_attention_token(checks[0]), accept):
         with pytest.raises(Exception, match="for audited fallbacks only") as info:
@@ -192,3 +201,49 @@ def test_a_pick_on_an_attention_check_is_refused_like_any_other_item(
             )  # fmt: skip
         refusals.append(str(info.value))
     assert refusals[0] == refusals[1]  # nothing tells an attention check apart
+
+
+def test_an_attention_check_can_ask_which_entry_too(database_url: str, tmp_path: Path) -> None:
+    from tribunal.jobs._review import load_attention, review_stats
+
+    path = tmp_path / "attention.jsonl"
+    pick = {"collection": "bank", "candidates": ["pin", "card-lost"], "entry": "card-lost"}
+    path.write_text(
+        json.dumps({"query": "my card is gone", "chunk": "c", "label": "relevant", "pick": pick})
+        + "\n"
+    )
+    db = Database(database_url)
+    queue = ReviewQueue(db, votes_per_item=2, attention=load_attention(path), attention_rate=0.5)
+    try:
+        with _serving(db, queue) as serving:
+            keys = {name: serving.annotators.add(name) for name in ("rita", "sam")}
+            for index in range(3, 9):  # real items beside it
+                _audited(db, index, "FALLBACK", f"my card was stolen {index}")
+            for name, picked in (("rita", "card-lost"), ("sam", "pin")):
+                while True:  # the check comes among the real items, in a seeded order
+                    _, body, _ = _call(serving, "GET", "/api/next", key=keys[name])
+                    item = body["item"]
+                    if item["query"] == "my card is gone":
+                        break
+                    assert "pick" in item
+                    none = {"item": item["item"], "label": "irrelevant"}
+                    assert _call(serving, "POST", "/api/vote", none, key=keys[name])[0] == 200
+                # Shown as an audited fallback is: nothing tells it apart.
+                assert item["pick"]["candidates"][1] == {
+                    "id": "card-lost",
+                    "question": "I lost my card",
+                }
+                vote = {"item": item["item"], "label": "relevant", "entry_id": picked}
+                assert _call(serving, "POST", "/api/vote", vote, key=keys[name])[0] == 200
+        accuracy = {a["annotator"]: a["attention_accuracy"] for a in review_stats(db)["annotators"]}
+        assert accuracy == {"rita": 1.0, "sam": 0.0}
+        # No phrasing link comes from a check.
+        assert PhrasingLinks(db, max_query_chars=200).links() == []
+    finally:
+        db.close()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        json.dumps({"query": "q", "chunk": "c", "label": "irrelevant", "pick": pick}) + "\n"
+    )
+    with pytest.raises(Exception, match=r"relevant with pick\.entry set"):
+        load_attention(bad)

@@ -37,9 +37,9 @@ def picked_entry(entry_id: str | None, label: str) -> str | None:
     return entry_id
 
 
-def no_entry_here(entry_id: str | None) -> None:
-    """Refuse a picked entry on an item that does not ask for one."""
-    if entry_id is not None:
+def no_entry_here(entry_id: str | None, *, unless: bool = False) -> None:
+    """Refuse a picked entry on an item that does not ask for one (``unless`` it does)."""
+    if entry_id is not None and not unless:
         raise InvalidArgumentError(
             "entry_id is for audited fallbacks only (which entry, if any, answers the "
             "query); vote relevant or irrelevant here",

@@ -53,10 +53,14 @@ def pick_view(
     history = item.history
     collection = str(history.get("collection", ""))
     shown = str(history.get("kb_entry_id", ""))
-    try:
-        ids = list(db.decision(item.audit_id).candidate_ids)
-    except NotFoundError:
-        ids = []
+    listed = history.get("candidates")
+    if isinstance(listed, list):  # an attention check in this form lists its own
+        ids = [str(i) for i in listed]
+    else:
+        try:
+            ids = list(db.decision(item.audit_id).candidate_ids)
+        except NotFoundError:
+            ids = []
     if shown and shown not in ids:
         ids.insert(0, shown)
     found = dict(questions(collection, ids)) if questions is not None and ids else {}
@@ -83,14 +87,13 @@ def pick_vote(
     fallback (the same refusal for any other item, attention checks included), the entry
     must exist in the item's collection (a typo is not a label), and a stored pick is also
     proposed as a phrasing link of the query (an admin approves)."""
-    row = None
+    target = None
     if entry_id is not None:
-        row = queue.audited_fallback(token)
-        if row is None:
+        target = queue.pick_target(token)
+        if target is None:
             no_entry_here(entry_id)
-    if row is not None and entry_id is not None and questions is not None:
-        history = row.history if isinstance(row.history, dict) else {}
-        collection = str(history.get("collection", ""))
+    if target is not None and entry_id is not None and questions is not None:
+        collection = target[0]
         if entry_id.strip() not in questions(collection, [entry_id.strip()]):
             raise InvalidArgumentError(
                 f"no entry {entry_id.strip()!r} in collection {collection!r}: pick a "
@@ -98,8 +101,9 @@ def pick_vote(
                 field="entry_id",
             )
     result = queue.vote(annotator, token, label, seconds=seconds, entry_id=entry_id)
-    if result.stored and row is not None and entry_id is not None and links is not None:
-        links.propose(annotator, audit_id=str(row.audit_id or ""), entry_id=entry_id.strip())
+    audit_id = target[1] if target is not None else ""
+    if result.stored and audit_id and entry_id is not None and links is not None:
+        links.propose(annotator, audit_id=audit_id, entry_id=entry_id.strip())
     return result
 
 

@@ -17,7 +17,10 @@ depends_on = None
 
 def upgrade() -> None:
     op.add_column("review_votes", sa.Column("entry_id", sa.String(256), nullable=True))
+    # An attention check in that form: the entry it expects ("" for none).
+    op.add_column("review_votes", sa.Column("expected_entry_id", sa.String(256), nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("review_votes", "expected_entry_id")
     op.drop_column("review_votes", "entry_id")
