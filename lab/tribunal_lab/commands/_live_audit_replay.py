@@ -12,8 +12,9 @@ when the shift warning comes on). The safe mode lasts ``--safe-queries`` queries
 operator's reaction time); then the collection is re-certified on the items audited since
 the shift warning, as ``tribunal calibrate --from-audit --audit-since`` does: every
 audited label, weighted by its inverse inclusion probability (what is served from then
-on); the former thinning to one share is certified beside it, and what it would have
-served on the same queries is counted (``recertified_thin``).
+on); the former thinning to one share is certified beside it. Both certify α and 0.3 (a
+looser target, to compare where α is out of reach), and what each certified threshold
+would serve on the queries after the re-certification is counted (``recertified_by``).
 """
 
 from __future__ import annotations
@@ -187,14 +188,14 @@ class Replay:
             self.queue.vote("simulated-reviewer", escalation, label)
         return True
 
-    def _count_thinned(self, index: int, stats: dict[str, Any]) -> None:
-        """What the thinned re-certification would have served on this query."""
+    def _count(self, artifact: Any, alpha: float, index: int, stats: dict[str, Any]) -> None:
+        """What ``artifact``'s threshold for ``alpha`` would serve on this query."""
         candidates = self.observed[index]
-        threshold = self.thinned.threshold_for(self.args.alpha).threshold
+        threshold = artifact.threshold_for(alpha).threshold
         stats["queries"] += 1
         if not candidates or threshold is None:
             return
-        scores = self.thinned.predict([c.signals for c in candidates])
+        scores = artifact.predict([c.signals for c in candidates])
         best = int(np.argmax(scores))
         if float(scores[best]) >= threshold:
             stats["accepted"] += 1
@@ -206,7 +207,8 @@ class Replay:
 
     def run(self, live: list[tuple[str, int]], *, kinds: list[str]) -> dict[str, Any]:
         stats = {name: _segment_stats() for name in _SEGMENTS}
-        thin_stats = _segment_stats()
+        alphas = sorted({self.args.alpha, 0.3})
+        by = {f"{w}@{a}": _segment_stats() for w in ("ipw", "thin") for a in alphas}
         events: dict[str, Any] = {}
         segment = "before"
         shift_start: int | None = None
@@ -219,7 +221,9 @@ class Replay:
                 events["shift_start"] = {"audited_in_stream": self._audited()}
             self._serve(index, segment, stats[segment], kinds[index])
             if segment == "recertified" and self.thinned is not None:
-                self._count_thinned(index, thin_stats)
+                for alpha in alphas:
+                    self._count(self.artifact, alpha, index, by[f"ipw@{alpha}"])
+                    self._count(self.thinned, alpha, index, by[f"thin@{alpha}"])
             warning = self.state is not None and self.state.shift_warning
             if warning and "shift_warning" not in events:
                 events["shift_warning"] = {
@@ -274,7 +278,7 @@ class Replay:
                 "safe_queries": self.args.safe_queries,
             },
             "segments": {name: _rates(s) for name, s in stats.items() if s["queries"]},
-            "recertified_thin": _rates(thin_stats) if thin_stats["queries"] else None,
+            "recertified_by": {k: _rates(v) for k, v in by.items() if v["queries"]},
             "events": events,
             "trace": self.trace,
         }
@@ -320,7 +324,11 @@ class Replay:
         result = calibrate(
             traffic,
             observed,
-            CalibrationConfig(alphas=(0.1, 0.2), delta=0.1, seed=self.args.seed),
+            CalibrationConfig(
+                alphas=tuple(sorted({0.1, 0.2, self.args.alpha, 0.3})),
+                delta=0.1,
+                seed=self.args.seed,
+            ),
             self.binding,
             created="2026-12-02T00:00:00+00:00",
         )
@@ -334,6 +342,15 @@ class Replay:
             "certified": threshold.certified,
             "certify_accepted": threshold.accepted,
             "certify_items": threshold.n,
+            "per_alpha": [
+                {
+                    "alpha": t.alpha,
+                    "threshold": t.threshold,
+                    "upper_bound": t.upper_bound,
+                    "certify_accepted": t.accepted,
+                }
+                for t in result.artifact.thresholds
+            ],
         }
         return report, result.artifact
 
@@ -363,12 +380,10 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
             f"{s['hallucination']} | {s['accepted_oos']} | {s['labels']} | "
             f"{s['labels_per_1000']} |"
         )
-    thin = report.get("recertified_thin")
-    if thin:
+    for name, r in (report.get("recertified_by") or {}).items():
         lines.append(
-            f"| recertified by thinning (not served; on the same queries) | {thin['queries']} | "
-            f"{thin['accepted']} | {thin['coverage']} | {thin['wrong']} | "
-            f"{thin['hallucination']} | — | — | — |"
+            f"| after re-certifying, {name} (what it would serve) | {r['queries']} | "
+            f"{r['accepted']} | {r['coverage']} | {r['wrong']} | {r['hallucination']} | — | — | — |"
         )
     lines += ["", "```json", json.dumps(report["events"], indent=2, sort_keys=True), "```"]
     lines += ["", f"`{report.get('command', '')}` ({report.get('date', '')})"]
