@@ -22,7 +22,7 @@ the rate on the traffic is r(λ) = P_p(W | A), and
     r(λ) ≥ α  ⟺  E_p[1_A (1_W − α)] ≥ 0  ⟺  E_q[X_λ] ≥ α,   X_λ = α + u · 1_A (1_W − α),
 
 with X_λ ∈ [0, 1] because u ≤ 1. So the null H_λ "r(λ) ≥ α" is "the mean of i.i.d.
-[0, 1] variables is ≥ α", tested by betting (Waudby-Smith & Ramdas 2023, JRSS-B): the
+[0, 1] variables is ≥ α", tested by betting (Waudby-Smith & Ramdas, JRSS-B 2024): the
 wealth K_t = Π_{i≤t} (1 + ν_i (α − X_i)), with each bet ν_i ∈ [0, c/(1 − α)], c < 1,
 chosen from items before i only (predictable plug-in), is a nonnegative supermartingale
 under H_λ, so by Ville's inequality P(max_t K_t ≥ 1/δ) ≤ δ: the p-value 1 / max_t K_t is
