@@ -166,20 +166,71 @@ def test_the_monitor_trips_on_reviews_and_a_new_version_starts_afresh(tmp_path: 
     assert (fresh.accepted, fresh.mode) == (0, "normal")
 
 
-def test_audit_traffic_is_thinned_to_one_inclusion_probability(tmp_path: Path) -> None:
+def test_audit_traffic_keeps_every_label_weighted_or_thins_it(tmp_path: Path) -> None:
     db = Database(f"sqlite:///{tmp_path / 'a.db'}")
     queue = ReviewQueue(db, votes_per_item=1)
     _serve(db, queue, 40, wrong={1, 2, 3}, p=0.5)
     rows, counts = audit_traffic(db, collection="faq", seed=0)
-    assert counts["reviewed"] == 40
-    assert counts["kept"] == len(rows) == 40
-    assert rows[1] == {"query": "q1", "answers": [], "audit_id": f"{1:032d}"}
+    assert (counts["reviewed"], counts["kept"], counts["weighting"]) == (40, 40, "uniform")
+    # One share for every decision: a uniform sample, no weights; each row its own group.
+    assert rows[1] == {"query": "q1", "answers": [], "audit_id": f"{1:032d}", "group": f"{1:032d}"}
     assert rows[0]["answers"] == ["e0"]
-    # Audited at 0.1 too: the 0.5 items are kept with probability 0.2 (a uniform sample).
+    # Audited at 0.1 too: every label kept, weighted by pi_floor / pi.
     _serve(db, queue, 20, wrong=set(), p=0.1, start=40)
     rows, counts = audit_traffic(db, collection="faq", seed=0)
+    assert (counts["reviewed"], counts["kept"], counts["weighting"]) == (60, 60, "ipw")
+    assert {row["weight"] for row in rows if int(row["audit_id"]) < 40} == {0.2}
+    assert {row["weight"] for row in rows if int(row["audit_id"]) >= 40} == {1.0}
+    # Thinning: the 0.5 items kept with probability 0.2 (a uniform sample), no weights.
+    rows, counts = audit_traffic(db, collection="faq", seed=0, weighting="thin")
     kept = {int(row["audit_id"]) for row in rows}
     assert set(range(40, 60)) <= kept
     assert (counts["reviewed"], len(kept & set(range(40)))) == (60, 8)
+    assert all("weight" not in row for row in rows)
     with pytest.raises(Exception, match="no reviewed audit items"):
         audit_traffic(db, collection="other")
+    with pytest.raises(Exception, match="weighting 'mean'"):
+        audit_traffic(db, collection="faq", weighting="mean")  # type: ignore[arg-type]
+
+
+def test_a_fallback_is_labelled_with_the_entry_its_reviewers_picked(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'a.db'}")
+    queue = ReviewQueue(db, votes_per_item=3)
+    picks = {
+        0: [("relevant", "e7"), ("relevant", "e7"), ("irrelevant", None)],  # e7 by majority
+        1: [("relevant", "e7"), ("relevant", "e8"), ("irrelevant", None)],  # no majority
+        2: [("irrelevant", None)] * 3,  # none answers
+        3: [("relevant", None)] * 3,  # before the page asked which: the entry shown
+    }
+    for i, votes in picks.items():
+        audit_id = f"{i:032d}"
+        _, escalation = db.record_decision(
+            DecisionRecord(
+                id=audit_id,
+                kind="answer",
+                query=f"q{i}",
+                decision="FALLBACK",
+                collection="faq",
+                confidence=0.3,
+                versions={"confidence": {"calibrator": "v1"}},
+                detail={"audit": {"p": 0.1, "sampled": True, "stratum": "fallback", "min_p": 0.1}},
+            ),
+            EscalationRecord(
+                query=f"q{i}",
+                chunk="Q: ?\nA: !",
+                reason=AUDIT_REASON,
+                item_id=audit_id,
+                history={
+                    "decision": "FALLBACK",
+                    "kb_entry_id": "e1",
+                    "collection": "faq",
+                    "p": 0.1,
+                },
+            ),
+        )
+        for n, (label, entry) in enumerate(votes):
+            queue.vote(f"ann{n}", escalation, label, entry_id=entry)
+    rows, _ = audit_traffic(db, collection="faq", votes_per_item=3)
+    assert [row["answers"] for row in rows] == [["e7"], [], [], ["e1"]]
+    with pytest.raises(Exception, match="goes with the label relevant"):
+        queue.vote("ann9", escalation, "irrelevant", entry_id="e1")

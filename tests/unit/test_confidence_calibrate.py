@@ -282,3 +282,45 @@ def test_confidence_fit_takes_the_method_and_the_monotone_calibrator(tmp_path: P
     assert artifact.calibrator.kind == "monotone"
     assert [t.method for t in artifact.thresholds] == ["ltt"]
     assert artifact.binding is None  # a signals file is bound to no KB
+
+
+def test_weighted_traffic_is_certified_by_the_weighted_test(tmp_path: Path) -> None:
+    traffic, observed = _traffic(n_groups=200)
+    # Every fifth query drawn at a tenth of the others' inclusion probability: weight 1, the
+    # rest 0.1 (pi_floor / pi); each query its own group, as --from-audit writes them.
+    from tribunal.confidence._traffic import LabelledQuery
+
+    queries = tuple(
+        LabelledQuery(q.query, q.answers, f"group:{i}", 1.0 if i % 5 == 0 else 0.1)
+        for i, q in enumerate(traffic.queries)
+    )
+    weighted = Traffic(queries, "sha", "audit-traffic.jsonl", weighted=True)
+    config = CalibrationConfig(alphas=(0.2, 0.3), delta=0.1)
+    result = calibrate(weighted, observed, config, BINDING)
+    assert [t.method for t in result.artifact.thresholds] == ["ipw-betting"] * 2
+    assert result.report["traffic"]["weighted"] is True
+    certified = [t for t in result.artifact.thresholds if t.certified]
+    assert [t.alpha for t in certified] == [0.2, 0.3]
+    assert all(t.upper_bound is not None and t.upper_bound <= t.alpha for t in certified)
+    # The same queries unweighted: the configured method.
+    plain = calibrate(Traffic(queries, "sha", "t.jsonl"), observed, config, BINDING)
+    assert {t.method for t in plain.artifact.thresholds} == {config.method}
+
+
+def test_traffic_weights_are_read_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text(
+        '{"query": "a?", "answers": ["e1"], "weight": 0.2}\n{"query": "b?", "answers": [], '
+        '"weight": 1}\n'
+    )
+    traffic = read_traffic(path)
+    assert traffic.weighted
+    assert [q.weight for q in traffic.queries] == [0.2, 1.0]
+    path.write_text('{"query": "a?", "answers": [], "weight": 2}\n')
+    with pytest.raises(InvalidArgumentError, match=r"w.jsonl:1: 'weight' must be a number"):
+        read_traffic(path)
+    path.write_text(
+        '{"query": "a?", "answers": [], "weight": 0.5}\n{"query": "b?", "answers": []}\n'
+    )
+    with pytest.raises(InvalidArgumentError, match="weight every row or none"):
+        read_traffic(path)

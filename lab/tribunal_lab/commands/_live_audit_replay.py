@@ -5,11 +5,16 @@ with the highest calibrated confidence, accepted at or above the certified thres
 unless the collection's live state puts it in safe mode (read through the gateway's
 ``LiveAudit`` before each decision, as the gateway does) — and written to a real audit
 store with the gateway's audit coin. A sampled decision is reviewed at once by a
-simulated reviewer who answers from the ground truth (the query's intent); the vote goes
+simulated reviewer who answers from the ground truth (the query's intent: for an ACCEPT,
+whether the served entry answers it; for a FALLBACK, which entry, if any, does); the vote goes
 through the review queue, whose hook runs the live monitor (which restarts a fresh bound
 when the shift warning comes on). The safe mode lasts ``--safe-queries`` queries (the
 operator's reaction time); then the collection is re-certified on the items audited since
-the shift warning, as ``tribunal calibrate --from-audit --audit-since`` does.
+the shift warning, as ``tribunal calibrate --from-audit --audit-since`` does: every
+audited label, weighted by its inverse inclusion probability (what is served from then
+on); the former thinning to one share is certified beside it. Both certify α and 0.3 (a
+looser target, to compare where α is out of reach), and what each certified threshold
+would serve on the queries after the re-certification is counted (``recertified_by``).
 """
 
 from __future__ import annotations
@@ -77,6 +82,8 @@ class Replay:
         self.shift: Any = None
         self.trace: list[dict[str, Any]] = []
         self.audit_index: dict[str, int] = {}
+        self.thinned: Any = None
+        """The artifact thinning would have certified (counted beside, never served)."""
 
     # -- the monitor, after each review ---------------------------------------------------
 
@@ -170,14 +177,38 @@ class Replay:
             return False
         stats["labels"] += 1
         self.audit_index[audit_id] = index
-        # The simulated reviewer answers from the ground truth: does the entry answer it?
-        self.queue.vote("simulated-reviewer", escalation, "relevant" if right else "irrelevant")
+        # The simulated reviewer answers from the ground truth: does the served entry answer
+        # it (ACCEPT); which entry, if any, does (FALLBACK)?
+        if decision == "FALLBACK":
+            picked = min(query.answers) if query.answers else None
+            label = "relevant" if picked else "irrelevant"
+            self.queue.vote("simulated-reviewer", escalation, label, entry_id=picked)
+        else:
+            label = "relevant" if right else "irrelevant"
+            self.queue.vote("simulated-reviewer", escalation, label)
         return True
+
+    def _count(self, artifact: Any, alpha: float, index: int, stats: dict[str, Any]) -> None:
+        """What ``artifact``'s threshold for ``alpha`` would serve on this query."""
+        candidates = self.observed[index]
+        threshold = artifact.threshold_for(alpha).threshold
+        stats["queries"] += 1
+        if not candidates or threshold is None:
+            return
+        scores = artifact.predict([c.signals for c in candidates])
+        best = int(np.argmax(scores))
+        if float(scores[best]) >= threshold:
+            stats["accepted"] += 1
+            stats["wrong"] += int(
+                not self.traffic.queries[index].is_right(candidates[best].entry_id)
+            )
 
     # -- the run --------------------------------------------------------------------------
 
     def run(self, live: list[tuple[str, int]], *, kinds: list[str]) -> dict[str, Any]:
         stats = {name: _segment_stats() for name in _SEGMENTS}
+        alphas = sorted({self.args.alpha, 0.3})
+        by = {f"{w}@{a}": _segment_stats() for w in ("ipw", "thin") for a in alphas}
         events: dict[str, Any] = {}
         segment = "before"
         shift_start: int | None = None
@@ -189,6 +220,10 @@ class Replay:
                 segment, shift_start = "shifted", position
                 events["shift_start"] = {"audited_in_stream": self._audited()}
             self._serve(index, segment, stats[segment], kinds[index])
+            if segment == "recertified" and self.thinned is not None:
+                for alpha in alphas:
+                    self._count(self.artifact, alpha, index, by[f"ipw@{alpha}"])
+                    self._count(self.thinned, alpha, index, by[f"thin@{alpha}"])
             warning = self.state is not None and self.state.shift_warning
             if warning and "shift_warning" not in events:
                 events["shift_warning"] = {
@@ -243,6 +278,7 @@ class Replay:
                 "safe_queries": self.args.safe_queries,
             },
             "segments": {name: _rates(s) for name, s in stats.items() if s["queries"]},
+            "recertified_by": {k: _rates(v) for k, v in by.items() if v["queries"]},
             "events": events,
             "trace": self.trace,
         }
@@ -255,34 +291,68 @@ class Replay:
         return {} if shift_start is None else {"queries_after_shift": position - shift_start + 1}
 
     def _recertify(self, since: dt.datetime | None, position: int) -> dict[str, Any]:
-        """What ``tribunal calibrate --from-audit --audit-since`` does, on cached signals."""
+        """What ``tribunal calibrate --from-audit --audit-since`` does, on cached signals:
+        weighted (served from here on), and thinned (certified beside, for comparison)."""
+        old = self.artifact.version
+        weighted, self.artifact = self._certify_audits(since, "ipw")
+        thinned, self.thinned = self._certify_audits(since, "thin")
+        return {
+            "query": position,
+            "old_version": old,
+            "new_version": self.artifact.version,
+            **weighted,
+            "thinned": thinned,
+        }
+
+    def _certify_audits(
+        self, since: dt.datetime | None, weighting: str
+    ) -> tuple[dict[str, Any], Any]:
         from tribunal.audit import audit_traffic, write_audit_traffic
         from tribunal.confidence import CalibrationConfig, calibrate, read_traffic
 
         rows, counts = audit_traffic(
-            self.db, collection=self.collection, votes_per_item=1, seed=self.args.seed, since=since
+            self.db,
+            collection=self.collection,
+            votes_per_item=1,
+            seed=self.args.seed,
+            since=since,
+            weighting=weighting,  # type: ignore[arg-type]
         )
-        path = write_audit_traffic(rows, self.args.out / "recertify-traffic.jsonl")
+        path = write_audit_traffic(rows, self.args.out / f"recertify-{weighting}.jsonl")
         traffic = read_traffic(path)
         observed = [self.observed[self.audit_index[row["audit_id"]]] for row in rows]
         result = calibrate(
             traffic,
             observed,
-            CalibrationConfig(alphas=(0.1, 0.2), delta=0.1, seed=self.args.seed),
+            CalibrationConfig(
+                alphas=tuple(sorted({0.1, 0.2, self.args.alpha, 0.3})),
+                delta=0.1,
+                seed=self.args.seed,
+            ),
             self.binding,
             created="2026-12-02T00:00:00+00:00",
         )
-        old, self.artifact = self.artifact.version, result.artifact
-        threshold = self.artifact.threshold_for(self.args.alpha)
-        return {
-            "query": position,
+        threshold = result.artifact.threshold_for(self.args.alpha)
+        report = {
             **counts,
-            "old_version": old,
-            "new_version": self.artifact.version,
+            "split": result.report["traffic"]["split"],
+            "method": threshold.method,
             "threshold": threshold.threshold,
             "upper_bound": threshold.upper_bound,
             "certified": threshold.certified,
+            "certify_accepted": threshold.accepted,
+            "certify_items": threshold.n,
+            "per_alpha": [
+                {
+                    "alpha": t.alpha,
+                    "threshold": t.threshold,
+                    "upper_bound": t.upper_bound,
+                    "certify_accepted": t.accepted,
+                }
+                for t in result.artifact.thresholds
+            ],
         }
+        return report, result.artifact
 
 
 def _rates(stats: dict[str, Any]) -> dict[str, Any]:
@@ -309,6 +379,11 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
             f"| {name} | {s['queries']} | {s['accepted']} | {s['coverage']} | {s['wrong']} | "
             f"{s['hallucination']} | {s['accepted_oos']} | {s['labels']} | "
             f"{s['labels_per_1000']} |"
+        )
+    for name, r in (report.get("recertified_by") or {}).items():
+        lines.append(
+            f"| after re-certifying, {name} (what it would serve) | {r['queries']} | "
+            f"{r['accepted']} | {r['coverage']} | {r['wrong']} | {r['hallucination']} | — | — | — |"
         )
     lines += ["", "```json", json.dumps(report["events"], indent=2, sort_keys=True), "```"]
     lines += ["", f"`{report.get('command', '')}` ({report.get('date', '')})"]

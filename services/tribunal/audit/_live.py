@@ -50,6 +50,7 @@ _VOTES = table(
     "review_votes",
     column("item_key", String),
     column("label", String),
+    column("entry_id", String),
     column("is_attention", Boolean),
 )
 
@@ -70,7 +71,25 @@ class AuditVerdict:
     created_at: dt.datetime | None
     """When the item was queued (with its decision)."""
     answers: bool | None
-    """True: the entry answers the query; False: it does not; None: votes still missing."""
+    """True: the entry answers the query (for a FALLBACK: some entry does); False: it
+    does not; None: votes still missing."""
+    chosen: str | None = None
+    """A FALLBACK's verdict on *which entry, if any, answers*: the entry a majority of the
+    votes picked, "" for none (none won, or no entry has a majority); None before the
+    votes are in, and for an ACCEPT."""
+
+
+def _fallback_choice(entry_id: str, votes: list[tuple[str, str | None]]) -> str:
+    """The entry a strict majority of a fallback's votes picked, else "" (none).
+
+    A vote picks its ``entry_id``; a ``relevant`` vote without one (cast before the page
+    asked which entry) picks the entry shown; ``irrelevant`` picks none. Without a
+    majority the item counts as unanswerable — the side that can only make a
+    re-certification more conservative.
+    """
+    picks = [(picked or entry_id) if label == "relevant" else "" for label, picked in votes]
+    best = max(set(picks), key=lambda pick: (picks.count(pick), pick))
+    return best if 2 * picks.count(best) > len(picks) else ""
 
 
 def audit_verdicts(db: Database, *, votes_per_item: int = 1) -> dict[str, AuditVerdict]:
@@ -81,22 +100,26 @@ def audit_verdicts(db: Database, *, votes_per_item: int = 1) -> dict[str, AuditV
             select(EscalationRow).where(EscalationRow.reason == AUDIT_REASON)
         ).all()
         votes = session.execute(
-            select(_VOTES.c.item_key, _VOTES.c.label).where(
+            select(_VOTES.c.item_key, _VOTES.c.label, _VOTES.c.entry_id).where(
                 _VOTES.c.is_attention.is_(False),
                 _VOTES.c.item_key.in_([item.id for item in items]),
             )
         ).all()
-        tally: dict[str, list[str]] = {}
-        for key, label in votes:
-            tally.setdefault(key, []).append(label)
+        tally: dict[str, list[tuple[str, str | None]]] = {}
+        for key, label, picked in votes:
+            tally.setdefault(key, []).append((label, picked))
         verdicts: dict[str, AuditVerdict] = {}
         for item in items:
-            labels = tally.get(item.id, [])
-            answers: bool | None = None
-            if len(labels) >= votes_per_item:
-                yes = sum(1 for label in labels if label == "relevant")
-                answers = yes > len(labels) - yes
+            cast = tally.get(item.id, [])
             history: dict[str, Any] = item.history if isinstance(item.history, dict) else {}
+            answers: bool | None = None
+            chosen: str | None = None
+            if len(cast) >= votes_per_item:
+                yes = sum(1 for label, _ in cast if label == "relevant")
+                answers = yes > len(cast) - yes
+                if history.get("decision") == "FALLBACK":
+                    chosen = _fallback_choice(str(history.get("kb_entry_id", "")), cast)
+                    answers = bool(chosen)
             verdicts[item.audit_id] = AuditVerdict(
                 audit_id=item.audit_id,
                 escalation_id=item.id,
@@ -107,6 +130,7 @@ def audit_verdicts(db: Database, *, votes_per_item: int = 1) -> dict[str, AuditV
                 inclusion=float(history.get("p", 0.0)),
                 created_at=item.created_at,
                 answers=answers,
+                chosen=chosen,
             )
     return verdicts
 

@@ -1,13 +1,32 @@
 """Labelled traffic from the live audits: what ``tribunal calibrate --from-audit`` fits and
 certifies on.
 
-Each reviewed audit item of the collection is one labelled query: its answers are the
-entry reviewers saw when they said it answers the query, and none otherwise (an ACCEPT
-found wrong may still have had another right entry; counting it as unanswerable can only
-make the new certificate more conservative). ACCEPTs and FALLBACKs are audited at
-different shares, so the items are first thinned to one share: each is kept with
-probability π_min / π (seeded by its decision id), which leaves a uniform random sample
-of the audited live traffic — what a certificate on "traffic like this" needs.
+Each reviewed audit item of the collection is one labelled query. Its answers:
+
+- an audited ACCEPT: the served entry when reviewers said it answers the query, none
+  otherwise (an ACCEPT found wrong may still have had another right entry; counting it as
+  unanswerable can only make the new certificate more conservative);
+- an audited FALLBACK: the entry reviewers picked when asked *which entry, if any,
+  answers this query* (the majority of the votes; none when "none" wins or no entry has
+  a majority — again the conservative side), or, for votes cast before the page asked
+  that, the best candidate when they said it answers.
+
+**Weighting (the default).** ACCEPTs and FALLBACKs are audited at different shares (and
+ACCEPTs by confidence stratum), so the reviewed items are not a uniform sample of the
+traffic. Every item is kept and carries ``weight`` u = π_floor / π, its inverse inclusion
+probability scaled into (0, 1] by π_floor, the smallest positive inclusion probability
+of the audit design over the window's decisions (read from the audit trail: every
+decision in the window, audited or not, records its π and the design's smallest share).
+``tribunal calibrate`` then certifies with the inverse-probability-weighted betting test
+(:mod:`tribunal.confidence._weighted`): with probability ≥ 1 − δ the hallucination rate
+among accepted answers is ≤ α on traffic drawn like the audited traffic. When every
+decision of the window had the same positive π the sample is uniform, the rows carry no
+weight, and the configured method certifies as on any traffic file. Each row is its own
+group (its audit id), so the fit / certify / held-out split is independent of the labels.
+
+**Thinning (``weighting="thin"``).** The former way: each item is kept with probability
+π_floor / π (seeded by its audit id), which leaves a uniform sample — valid too, but it
+drops most of the labels of the most-audited stratum.
 """
 
 from __future__ import annotations
@@ -15,19 +34,57 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ..core import FailedPreconditionError
-from ..core.storage import Database
-from ._live import audit_verdicts
+from sqlalchemy import select
 
-__all__ = ["audit_traffic", "write_audit_traffic"]
+from ..core import FailedPreconditionError, InvalidArgumentError
+from ..core.storage import AuditDecisionRow, Database
+from ._live import AuditVerdict, audit_verdicts
+
+__all__ = ["WEIGHTINGS", "audit_traffic", "design_floor", "write_audit_traffic"]
+
+Weighting = Literal["ipw", "thin"]
+WEIGHTINGS: tuple[Weighting, ...] = ("ipw", "thin")
 
 
 def _uniform(seed: int, key: str) -> float:
     digest = hashlib.sha256(f"thin:{seed}:{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def design_floor(
+    db: Database, *, collection: str, since: dt.datetime | None = None
+) -> tuple[float, bool]:
+    """(π_floor, uniform) of the audit design over the collection's decisions in the
+    window: the smallest positive inclusion probability (or configured smallest share)
+    any decision recorded, and whether every decision had the same positive π."""
+    statement = select(AuditDecisionRow.created_at, AuditDecisionRow.detail).where(
+        AuditDecisionRow.kind == "answer",
+        AuditDecisionRow.collection == collection,
+        AuditDecisionRow.decision.in_(("ACCEPT", "FALLBACK")),
+    )
+    floor, shares = 1.0, set()
+    with db.session() as session:
+        rows = session.execute(statement).all()
+    for created_at, detail in rows:
+        if since is not None and (created_at is None or _utc(created_at) < since):
+            continue
+        draw = detail.get("audit") if isinstance(detail, dict) else None
+        if not isinstance(draw, dict) or float(draw.get("p", 0.0)) <= 0.0:
+            continue
+        share = float(draw["p"])
+        shares.add(share)
+        floor = min(floor, share, float(draw.get("min_p") or share))
+    return floor, len(shares) <= 1
+
+
+def _answers(verdict: AuditVerdict) -> list[str]:
+    if verdict.decision == "FALLBACK" and verdict.chosen is not None:
+        return [verdict.chosen] if verdict.chosen else []
+    return [verdict.entry_id] if verdict.answers else []
 
 
 def audit_traffic(
@@ -37,9 +94,14 @@ def audit_traffic(
     votes_per_item: int = 1,
     seed: int = 0,
     since: dt.datetime | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The labelled queries and counts (reviewed, kept after thinning, answerable);
+    weighting: Weighting = "ipw",
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The labelled queries and counts (reviewed, kept, answerable, the design floor);
     ``since``: only items audited from then on (today's traffic, not last month's)."""
+    if weighting not in WEIGHTINGS:
+        raise InvalidArgumentError(
+            f"weighting {weighting!r}: use one of {', '.join(WEIGHTINGS)}", field="weighting"
+        )
     verdicts = [
         v
         for v in audit_verdicts(db, votes_per_item=votes_per_item).values()
@@ -53,23 +115,30 @@ def audit_traffic(
             f"no reviewed audit items for collection {collection!r}: audits need "
             "audit.accept_share / audit.fallback_share > 0 and reviews (`tribunal review serve`)"
         )
-    floor = min(v.inclusion for v in verdicts)
+    floor, uniform = design_floor(db, collection=collection, since=since)
+    floor = min([floor, *(v.inclusion for v in verdicts)])
     rows: list[dict[str, Any]] = []
     for verdict in sorted(verdicts, key=lambda v: v.audit_id):
-        if _uniform(seed, verdict.audit_id) >= floor / verdict.inclusion:
-            continue
-        rows.append(
-            {
-                "query": verdict.query,
-                "answers": [verdict.entry_id] if verdict.answers else [],
-                "audit_id": verdict.audit_id,
-            }
-        )
-    counts = {
+        row: dict[str, Any] = {
+            "query": verdict.query,
+            "answers": _answers(verdict),
+            "audit_id": verdict.audit_id,
+            "group": verdict.audit_id,
+        }
+        if weighting == "thin":
+            if _uniform(seed, verdict.audit_id) >= floor / verdict.inclusion:
+                continue
+        elif not uniform:
+            row["weight"] = round(floor / verdict.inclusion, 12)
+        rows.append(row)
+    strata = Counter(v.decision for v in verdicts)
+    counts: dict[str, Any] = {
         "reviewed": len(verdicts),
         "kept": len(rows),
         "answerable": sum(1 for row in rows if row["answers"]),
         "inclusion_floor_ppm": round(floor * 1e6),
+        "weighting": "uniform" if uniform and weighting == "ipw" else weighting,
+        "by_decision": dict(sorted(strata.items())),
     }
     return rows, counts
 

@@ -54,7 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--from-audit",
         action="store_true",
         help="re-certify on the collection's reviewed live audits instead of --traffic "
-        "(thinned to a uniform sample; the new artifact ends a safe mode)",
+        "(every label, weighted by its inverse inclusion probability; the new artifact ends "
+        "a safe mode)",
+    )
+    parser.add_argument(
+        "--audit-weighting",
+        choices=("ipw", "thin"),
+        default="ipw",
+        help="--from-audit: weight every audited label by 1/pi (ipw, default) or thin them to "
+        "one uniform share (thin: fewer labels)",
     )
     parser.add_argument(
         "--database-url", default=None, help="--from-audit: default settings.database_url"
@@ -496,12 +504,18 @@ def _traffic_path(args: argparse.Namespace, settings: Settings) -> Path:
         votes_per_item=settings.audit.votes_per_item,
         seed=args.seed,
         since=parse_since(args.audit_since) if args.audit_since else None,
+        weighting=args.audit_weighting,
     )
     report_dir = args.report or Path(".build/calibrate") / args.collection
     path = write_audit_traffic(rows, report_dir / "audit-traffic.jsonl")
+    how = {
+        "ipw": "every one weighted by its inverse inclusion probability",
+        "uniform": "one inclusion probability for every decision, no weights needed",
+        "thin": "kept after thinning to one inclusion probability",
+    }[counts["weighting"]]
     print(
-        f"{counts['reviewed']} reviewed audit items, {counts['kept']} kept after thinning to "
-        f"one inclusion probability ({counts['answerable']} answerable): {path}"
+        f"{counts['reviewed']} reviewed audit items ({counts['by_decision']}), "
+        f"{counts['kept']} {how} ({counts['answerable']} answerable): {path}"
     )
     return path
 

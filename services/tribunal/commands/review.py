@@ -128,6 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     settings = load_settings(args.profile)
+    from ..jobs._review_pick import entry_search
     from ..retrieval import PhrasingLinks, entry_questions
 
     server, sock = review_server(
@@ -139,6 +140,8 @@ def _serve(args: argparse.Namespace) -> int:
         # Queries can be linked to the KB entry that answers them (an admin approves).
         links=PhrasingLinks(queue.db, max_query_chars=settings.retrieval.max_question_chars),
         questions=entry_questions(settings.data_dir / "retrieval"),
+        # An audited fallback's reviewer picks the entry that answers it, or none.
+        search=entry_search(settings.data_dir / "retrieval"),
     )
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

@@ -39,8 +39,9 @@ from ._evaluation import calibration_metrics
 from ._kinds import CALIBRATORS, make_calibrator
 from ._risk_control import RISK_METHODS, select_threshold
 from ._signals import Signals
-from ._threshold import AcceptanceCurve, acceptance_outcome
-from ._traffic import Traffic, split_traffic
+from ._threshold import AcceptanceCurve, RiskThreshold, acceptance_outcome
+from ._traffic import Traffic, TrafficSplit, split_traffic
+from ._weighted import weighted_threshold
 
 __all__ = ["CalibrationConfig", "CalibrationResult", "ObservedCandidate", "calibrate", "decisions"]
 
@@ -207,6 +208,31 @@ def _reference(
     return {"confidence": confidence, "top1_similarity": similarity}
 
 
+def _certify(
+    traffic: Traffic,
+    split: TrafficSplit,
+    risk: tuple[NDArray[np.float64], NDArray[np.int64]],
+    plan: tuple[NDArray[np.float64], NDArray[np.int64]],
+    *,
+    alpha: float,
+    config: CalibrationConfig,
+) -> RiskThreshold:
+    """One α's threshold: the configured method, or — on traffic drawn with unequal
+    inclusion probabilities (weighted rows) — the inverse-probability-weighted test."""
+    if not traffic.weighted:
+        return select_threshold(
+            *risk, alpha=alpha, delta=config.delta, method=config.method, plan=plan
+        )
+    weights = np.asarray([q.weight for q in traffic.queries], dtype=np.float64)
+    return weighted_threshold(
+        *risk,
+        weights[split.risk],
+        alpha=alpha,
+        delta=config.delta,
+        plan=(*plan, weights[split.fit]),
+    )
+
+
 @dataclass(frozen=True)
 class CalibrationResult:
     """The artifact and what the held-out queries say about it."""
@@ -254,13 +280,13 @@ def calibrate(
     # it never reads, so what it tests is fixed before the certify labels are read.
     plan_conf, plan_right, _ = decisions(calibrator, traffic, observed, split.fit)
     thresholds = tuple(
-        select_threshold(
-            risk_conf,
-            risk_right,
+        _certify(
+            traffic,
+            split,
+            (risk_conf, risk_right),
+            (plan_conf, plan_right),
             alpha=alpha,
-            delta=config.delta,
-            method=config.method,
-            plan=(plan_conf, plan_right),
+            config=config,
         )
         for alpha in config.alphas
     )
@@ -289,6 +315,7 @@ def calibrate(
         "split_answerable": answerable,
         "fit_candidates": len(fit_signals),
         "fit_right_candidates": int(fit_labels.sum()),
+        "weighted": traffic.weighted,
     }
     metrics: dict[str, Any] = {
         "risk_split": calibration_metrics(risk_right, risk_conf) if risk_right.size else {},

@@ -9,7 +9,11 @@ several when entries are equivalent (the same intent and answer content from
 different sources), none when the KB cannot answer it. An optional ``group``
 keeps rows together in a split; by default a row's group is its answer set,
 so paraphrases of one question never straddle the calibration and held-out
-parts (a query the KB cannot answer is its own group). Other keys are ignored.
+parts (a query the KB cannot answer is its own group). An optional ``weight``
+in (0, 1] says the query was drawn with inclusion probability π_floor / weight (the
+reviewed live audits: ``tribunal calibrate --from-audit``); a file with weights is
+certified by the inverse-probability-weighted test (:mod:`._weighted`), which needs a
+weight on every row. Other keys are ignored.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ class LabelledQuery:
     """Ids of every entry that correctly answers the query (empty: none does)."""
     group: str
     """Rows of one group are never split apart."""
+    weight: float = 1.0
+    """π_floor / π: the inverse of the query's inclusion probability, scaled into (0, 1]."""
 
     def is_right(self, entry_id: str) -> bool:
         return entry_id in self.answers
@@ -50,6 +56,8 @@ class Traffic:
     """sha256 of the file's bytes."""
     source: str
     """The file name."""
+    weighted: bool = False
+    """The rows carry inclusion weights: certify with the weighted test."""
 
     def __len__(self) -> int:
         return len(self.queries)
@@ -79,6 +87,7 @@ def read_traffic(path: Path) -> Traffic:
     if not path.is_file():
         raise NotFoundError(f"traffic file {path} does not exist")
     queries: list[LabelledQuery] = []
+    weighted: set[bool] = set()
     for where, _, row in jsonl_rows(path, field="traffic"):
         query = row.get("query")
         if not isinstance(query, str) or not query.strip():
@@ -95,10 +104,26 @@ def read_traffic(path: Path) -> Traffic:
                 field="answers",
             )
         ids = frozenset(answers)
-        queries.append(LabelledQuery(query, ids, _group(row, ids, query)))
+        weight = row.get("weight", 1.0)
+        weighted.add("weight" in row)
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, int | float)
+            or not 0.0 < float(weight) <= 1.0
+        ):
+            raise InvalidArgumentError(
+                f"{where}: 'weight' must be a number in (0, 1] (pi_floor / pi)", field="weight"
+            )
+        queries.append(LabelledQuery(query, ids, _group(row, ids, query), float(weight)))
     if not queries:
         raise InvalidArgumentError(f"{path} holds no queries", field="traffic")
-    return Traffic(tuple(queries), hashlib.sha256(path.read_bytes()).hexdigest(), path.name)
+    if len(weighted) > 1:
+        raise InvalidArgumentError(
+            f"{path}: some rows carry a 'weight' and some do not; weight every row or none",
+            field="weight",
+        )
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Traffic(tuple(queries), digest, path.name, weighted=weighted == {True})
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError, jsonl_rows
 from ..core.storage import Base, Database, EscalationRow
+from ._review_audit import is_audited_fallback, no_entry_here, picked_entry
 from ._review_tables import ReviewVoteRow
 from ._tables import JobItemRow
 
@@ -73,6 +74,17 @@ _MAX_ANNOTATOR = 128
 # -- attention checks ----------------------------------------------------------------------
 
 
+class _AttentionPick(BaseModel):
+    """An attention check in the form of an audited fallback: which entry answers?"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str = Field(min_length=1)
+    candidates: list[str] = Field(default_factory=list)
+    entry: str | None = None
+    """The entry that answers the query; null: none does."""
+
+
 class _AttentionLine(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -83,6 +95,9 @@ class _AttentionLine(BaseModel):
     label: Literal["relevant", "irrelevant"]
     history: dict[str, Any] = Field(default_factory=dict)
     """Optional debate shown with the item (DREAM pairs each check with two arguments)."""
+    pick: _AttentionPick | None = None
+    """Shown as an audited fallback: the annotator picks the entry (``label`` relevant
+    when ``pick.entry`` is set, irrelevant when none answers)."""
 
     @field_validator("label", mode="before")
     @classmethod
@@ -105,6 +120,8 @@ class AttentionItem:
     label: str
     answers: tuple[str, ...] = ()
     history: dict[str, Any] = field(default_factory=dict)
+    pick_entry: str | None = None
+    """For a check shown as an audited fallback: the entry that answers ("" for none)."""
 
     @property
     def key(self) -> str:
@@ -132,6 +149,21 @@ def load_attention(path: str | Path) -> list[AttentionItem]:
                 field="attention",
             ) from None
         item_id = parsed.id or str(row.number)
+        history, pick_entry = parsed.history, None
+        if parsed.pick is not None:
+            pick_entry = parsed.pick.entry or ""
+            if (parsed.label == "relevant") != bool(pick_entry):
+                raise InvalidArgumentError(
+                    f"{row.where}: a pick check's label is relevant with pick.entry set, "
+                    "irrelevant with none",
+                    field="attention",
+                )
+            history = {
+                **history,
+                "collection": parsed.pick.collection,
+                "candidates": list(parsed.pick.candidates),
+                "kb_entry_id": parsed.pick.candidates[0] if parsed.pick.candidates else "",
+            }
         if item_id in seen:
             raise InvalidArgumentError(
                 f"{row.where}: duplicate attention id {item_id!r}", field="attention"
@@ -144,7 +176,8 @@ def load_attention(path: str | Path) -> list[AttentionItem]:
                 chunk=parsed.chunk,
                 label=parsed.label,
                 answers=tuple(parsed.answers),
-                history=parsed.history,
+                history=history,
+                pick_entry=pick_entry,
             )
         )
     return items
@@ -250,6 +283,8 @@ class ReviewItem:
     history: dict[str, Any]
     is_attention: bool = False
     expected_label: str | None = None
+    audit_id: str = ""
+    """Set on an audited fallback: the decision whose candidates the page offers."""
 
 
 def item_view(item: ReviewItem) -> dict[str, Any]:
@@ -280,6 +315,7 @@ def _escalation_item(row: EscalationRow) -> ReviewItem:
         chunk=row.chunk,
         answers=tuple(row.answers),
         history=row.history if isinstance(row.history, dict) else {},
+        audit_id=row.audit_id or "" if is_audited_fallback(row) else "",
     )
 
 
@@ -293,6 +329,8 @@ def _attention_item(item: AttentionItem) -> ReviewItem:
         history=item.history,
         is_attention=True,
         expected_label=item.label,
+        # A pick check asks as an audited fallback does; its token stands for the audit id.
+        audit_id=_attention_token(item) if item.pick_entry is not None else "",
     )
 
 
@@ -441,23 +479,37 @@ class ReviewQueue:
     # -- voting ---------------------------------------------------------------------------
 
     def vote(
-        self, annotator: str, token: str, label: str, *, seconds: float | None = None
+        self,
+        annotator: str,
+        token: str,
+        label: str,
+        *,
+        seconds: float | None = None,
+        entry_id: str | None = None,
     ) -> VoteResult:
-        """Record a vote; a repeated (token, annotator) vote is a no-op."""
+        """Record a vote; a repeated (token, annotator) vote is a no-op.
+
+        ``entry_id``: on an audited fallback, the entry the annotator picked as the one
+        that answers the query (with label ``relevant``; ``irrelevant`` says none does).
+        """
         annotator = validate_annotator(annotator)
         label = label.strip().lower()
         if label not in LABELS:
             raise InvalidArgumentError(
                 f"label must be one of {', '.join(LABELS)}, got {label!r}", field="label"
             )
+        entry_id = picked_entry(entry_id, label)
         if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
             raise InvalidArgumentError(
                 f"seconds must be a finite number >= 0, got {seconds}", field="seconds"
             )
         check = self._attention_by_token.get(token)
         with self._lock, self.db.session() as session:
+            expected_entry = None
             if check is not None:
                 key, expected = check.key, check.label
+                no_entry_here(entry_id, unless=check.pick_entry is not None)
+                expected_entry = check.pick_entry
             else:
                 statement = select(EscalationRow).where(EscalationRow.id == token)
                 statement = _in_job(statement, self.job)
@@ -467,6 +519,7 @@ class ReviewQueue:
                 if row is None or row.status != "open":
                     raise NotFoundError(f"no open review item {token!r}")
                 key, expected = row.id, None
+                no_entry_here(entry_id, unless=is_audited_fallback(row))
             existing = session.scalars(
                 select(ReviewVoteRow.label).where(
                     ReviewVoteRow.item_key == key, ReviewVoteRow.annotator == annotator
@@ -491,6 +544,8 @@ class ReviewQueue:
                         job=self.job,
                         annotator=annotator,
                         label=label,
+                        entry_id=entry_id,
+                        expected_entry_id=expected_entry,
                         is_attention=check is not None,
                         expected_label=expected,
                         created_at=dt.datetime.now(dt.UTC),
@@ -516,6 +571,21 @@ class ReviewQueue:
             labelled=int(labelled or 0),
         )
 
+    def pick_target(self, token: str) -> tuple[str, str] | None:
+        """(collection, audit id) of an item that asks which entry answers — an open
+        audited fallback, or an attention check in that form (audit id "") — else None."""
+        check = self._attention_by_token.get(token)
+        if check is not None:
+            if check.pick_entry is None:
+                return None
+            return str(check.history.get("collection", "")), ""
+        with self.db.session() as session:
+            row = session.get(EscalationRow, token)
+            if row is None or row.status != "open" or not is_audited_fallback(row):
+                return None
+            history = row.history if isinstance(row.history, dict) else {}
+            return str(history.get("collection", "")), str(row.audit_id or "")
+
     def stats(self) -> dict[str, Any]:
         return review_stats(self.db, votes_per_item=self.votes_per_item, job=self.job)
 
@@ -540,6 +610,8 @@ def review_stats(
         ReviewVoteRow.is_attention,
         ReviewVoteRow.label,
         ReviewVoteRow.expected_label,
+        ReviewVoteRow.entry_id,
+        ReviewVoteRow.expected_entry_id,
     )
     if job is not None:
         votes_query = votes_query.where(ReviewVoteRow.job == job)
@@ -547,7 +619,7 @@ def review_stats(
         per_item = [int(votes) for _, votes in session.execute(statement)]
         votes = session.execute(votes_query).all()
     annotators: dict[str, dict[str, Any]] = {}
-    for annotator, is_attention, label, expected in votes:
+    for annotator, is_attention, label, expected, picked, expected_pick in votes:
         entry = annotators.setdefault(
             annotator,
             {"annotator": annotator, "votes": 0, "attention_seen": 0, "attention_correct": 0},
@@ -555,7 +627,9 @@ def review_stats(
         entry["votes"] += 1
         if is_attention:
             entry["attention_seen"] += 1
-            entry["attention_correct"] += int(label == expected)
+            # A pick check is passed by the right label and, when an entry answers, that entry.
+            right_pick = expected_pick is None or (picked or "") == expected_pick
+            entry["attention_correct"] += int(label == expected and right_pick)
     for entry in annotators.values():
         seen = entry["attention_seen"]
         entry["attention_accuracy"] = round(entry["attention_correct"] / seen, 4) if seen else None

@@ -163,10 +163,46 @@ function show(item) {
   });
   $("rounds").replaceChildren(...rounds);
   $("no-debate").hidden = rounds.length > 0;
+  showPick(item.pick);
   state.shownAt = performance.now();
 }
 
-async function vote(label) {
+// An audited fallback: which entry, if any, answers the query? (pick one, or none)
+function pickButton(entry) {
+  const text = entry.question ? entry.id + ": " + entry.question : entry.id;
+  const button = el("button", "This one answers it → " + text);
+  button.type = "button";
+  button.addEventListener("click", () => vote("relevant", entry.id));
+  return button;
+}
+
+function showPick(pick) {
+  $("pick").hidden = !pick;
+  $("yes-no").hidden = !!pick;
+  $("yes-no-actions").hidden = !!pick;
+  if (!pick) return;
+  $("pick-question").textContent = pick.question;
+  $("pick-candidates").replaceChildren(...pick.candidates.map(pickButton));
+  $("pick-found").replaceChildren();
+  $("pick-text").value = "";
+}
+
+async function searchEntries(event) {
+  event.preventDefault();
+  const pick = state.item && state.item.pick;
+  const text = $("pick-text").value.trim();
+  if (!pick || !text) return;
+  try {
+    const params = new URLSearchParams({ collection: pick.collection, q: text });
+    const body = await api("/api/entries?" + params.toString());
+    $("pick-found").replaceChildren(...body.entries.map(pickButton));
+    if (!body.entries.length) $("pick-found").append(el("p", "(no entry found)"));
+  } catch (error) {
+    say("Error: " + error.message);
+  }
+}
+
+async function vote(label, entryId) {
   if (!state.item || state.busy) return;
   state.busy = true;
   const seconds = Math.round((performance.now() - state.shownAt) / 100) / 10;
@@ -174,7 +210,9 @@ async function vote(label) {
     const body = await api("/api/vote", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ item: state.item.item, label, seconds }),
+      body: JSON.stringify(entryId
+        ? { item: state.item.item, label, seconds, entry_id: entryId }
+        : { item: state.item.item, label, seconds }),
     });
     progress(body.labelled);
   } catch (error) {
@@ -289,6 +327,9 @@ $("signout").addEventListener("click", async () => {
 });
 $("relevant").addEventListener("click", () => vote("relevant"));
 $("irrelevant").addEventListener("click", () => vote("irrelevant"));
+$("pick-none").addEventListener("click", () => vote("irrelevant"));
+$("pick-skip").addEventListener("click", skip);
+$("pick-search").addEventListener("submit", searchEntries);
 $("skip").addEventListener("click", skip);
 $("help-button").addEventListener("click", toggleHelp);
 $("links-button").addEventListener("click", showLinks);
@@ -302,6 +343,8 @@ document.addEventListener("keydown", (event) => {
   if (event.target instanceof HTMLInputElement) return;
   const key = event.key;
   if (key === "?") { toggleHelp(); event.preventDefault(); return; }
+  // An audited fallback is answered by picking an entry (or none), not by R / I.
+  if (state.item && state.item.pick && key !== "s" && key !== "S") return;
   if ($("help").open || !$("links").hidden) return;
   if (key === "r" || key === "R" || key === "1") vote("relevant");
   else if (key === "i" || key === "I" || key === "0") vote("irrelevant");
@@ -344,9 +387,23 @@ _BODY = """
       <h2>Quoted by an agent but not in passage</h2>
       <ul id="missing-list"></ul>
     </div>
-    <p class="instruction">Does the passage contain enough evidence to support at least one
-      of the answers to the query?</p>
-    <div class="actions">
+    <p class="instruction" id="yes-no">Does the passage contain enough evidence to support at
+      least one of the answers to the query?</p>
+    <div id="pick" hidden>
+      <p class="instruction" id="pick-question"></p>
+      <div id="pick-candidates"></div>
+      <form id="pick-search">
+        <label>Search the KB <input id="pick-text" maxlength="200"
+          placeholder="entry id or words"></label>
+        <button type="submit">Search</button>
+      </form>
+      <div id="pick-found"></div>
+      <div class="actions">
+        <button id="pick-none" type="button">No entry answers it</button>
+        <button id="pick-skip" type="button"><kbd>S</kbd> Skip</button>
+      </div>
+    </div>
+    <div class="actions" id="yes-no-actions">
       <button id="relevant" type="button"><kbd>R</kbd> Relevant</button>
       <button id="irrelevant" type="button"><kbd>I</kbd> Irrelevant</button>
       <button id="skip" type="button"><kbd>S</kbd> Skip</button>

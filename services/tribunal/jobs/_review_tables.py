@@ -35,6 +35,12 @@ class ReviewVoteRow(Base):
     annotator: Mapped[str] = mapped_column(String(128))
     label: Mapped[str] = mapped_column(String(16))
     """``relevant`` or ``irrelevant``."""
+    entry_id: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    """On an audited fallback: the entry the annotator picked as the one that answers the
+    query (label ``relevant``); null with ``irrelevant`` ("none does") and elsewhere."""
+    expected_entry_id: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    """The known answer of an attention check shown as an audited fallback: the entry that
+    answers ("" for none); null for every other vote."""
     is_attention: Mapped[bool] = mapped_column(Boolean, default=False)
     expected_label: Mapped[str | None] = mapped_column(String(16), nullable=True)
     """The known answer of an attention-check item; null for real items."""

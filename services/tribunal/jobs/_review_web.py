@@ -59,6 +59,7 @@ from ._review import ReviewQueue, item_view
 from ._review_annotators import AnnotatorRegistry
 from ._review_guard import KeyAttempts, parse_host, same_origin
 from ._review_page import HEADERS, PAGE
+from ._review_pick import EntrySearch, pick_view, pick_vote, search_query
 
 if TYPE_CHECKING:
     from ..retrieval import PhrasingLinks
@@ -195,12 +196,14 @@ class _ReviewApi:
         links: PhrasingLinks | None = None,
         questions: EntryQuestions | None = None,
         attempts: KeyAttempts | None = None,
+        search: EntrySearch | None = None,
     ) -> None:
         self.queue = queue
         self.annotators = annotators
         self.allowed = allowed
         self.links = links
         self.questions = questions
+        self.search = search
         self.attempts = attempts or KeyAttempts()
 
     async def _annotator(self, request: Request, key: str) -> str | None:
@@ -277,16 +280,34 @@ class _ReviewApi:
         skip = [t for t in request.query_params.get("skip", "").split(",") if t]
         item = await run_in_threadpool(self.queue.next_item, annotator, exclude=skip)
         labelled = await run_in_threadpool(self.queue.labelled, annotator)
+        view = item_view(item) if item is not None else None
+        if item is not None and view is not None:
+            pick = await run_in_threadpool(pick_view, self.queue.db, item, self.questions)
+            if pick is not None:
+                view["pick"] = pick
         return JSONResponse(
-            {"item": item_view(item) if item is not None else None, "labelled": labelled},
-            headers={"Cache-Control": "no-store"},
+            {"item": view, "labelled": labelled}, headers={"Cache-Control": "no-store"}
         )
 
     async def vote(self, request: Request, annotator: str) -> Response:
         # JSON only: a cross-site HTML form cannot send application/json.
         body = _json_body(request.headers.get("content-type", ""), await request.body())
         item, label, seconds = _vote_fields(body)
-        result = await run_in_threadpool(self.queue.vote, annotator, item, label, seconds=seconds)
+        entry_id = body.get("entry_id")
+        if entry_id is not None and not isinstance(entry_id, str):
+            raise InvalidArgumentError("entry_id must be a string", field="entry_id")
+        result = await run_in_threadpool(
+            lambda: pick_vote(
+                self.queue,
+                annotator,
+                item,
+                label,
+                seconds=seconds,
+                entry_id=entry_id,
+                questions=self.questions,
+                links=self.links,
+            )
+        )
         if not result.stored:
             # The store holds one vote per (item, annotator): this one is refused.
             raise FailedPreconditionError(
@@ -306,6 +327,15 @@ class _ReviewApi:
         summary.pop("votes", None)
         summary.pop("attention_votes", None)
         return JSONResponse(summary)
+
+    async def entries(self, request: Request, _annotator: str) -> Response:
+        """Stored entries of a collection matching an id or text (to pick a fallback's)."""
+        if self.search is None:
+            raise FailedPreconditionError("searching the KB is off on this server")
+        collection, text, limit = search_query(request.query_params)
+        search = self.search
+        found = await run_in_threadpool(lambda: search(collection, text, limit))
+        return JSONResponse({"entries": found}, headers={"Cache-Control": "no-store"})
 
     def _links(self) -> PhrasingLinks:
         if self.links is None:
@@ -394,14 +424,22 @@ def create_app(
     links: PhrasingLinks | None = None,
     questions: EntryQuestions | None = None,
     attempts: KeyAttempts | None = None,
+    search: EntrySearch | None = None,
 ) -> ASGIApp:
     """The review app on ``queue``, for the annotators of ``annotators``, answering only
     for ``allowed_hosts``; with ``links``, queries can be linked to KB entries
     (``questions`` shows the candidates' questions); ``attempts`` limits wrong keys
-    (default: 10 per client and 100 overall per minute). Database calls run in Starlette's
-    thread pool."""
+    (default: 10 per client and 100 overall per minute); ``search`` lets an audited
+    fallback's reviewer search the KB for the entry that answers it. Database calls run in
+    Starlette's thread pool."""
     api = _ReviewApi(
-        queue, annotators, allowed_hosts, links=links, questions=questions, attempts=attempts
+        queue,
+        annotators,
+        allowed_hosts,
+        links=links,
+        questions=questions,
+        attempts=attempts,
+        search=search,
     )
     app = Starlette(
         routes=[
@@ -412,6 +450,7 @@ def create_app(
             Route("/api/stats", api.guarded(api.stats)),
             Route("/api/linkable", api.guarded(api.linkable)),
             Route("/api/link", api.guarded(api.link), methods=["POST"]),
+            Route("/api/entries", api.guarded(api.entries)),
             Route("/healthz", _health),
         ]
     )
@@ -440,6 +479,7 @@ def review_server(
     allowed_hosts: Iterable[str] = (),
     links: PhrasingLinks | None = None,
     questions: EntryQuestions | None = None,
+    search: EntrySearch | None = None,
 ) -> tuple[uvicorn.Server, socket.socket]:
     """A uvicorn server for the app and its bound socket (port 0 picks a free port).
 
@@ -461,7 +501,7 @@ def review_server(
             f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port", field="port"
         ) from None
     config = uvicorn.Config(
-        create_app(queue, registry, allowed, links=links, questions=questions),
+        create_app(queue, registry, allowed, links=links, questions=questions, search=search),
         log_level="warning",
         access_log=False,
     )
