@@ -56,8 +56,11 @@ llm: $(BIN)/.installed-runtime ## the LLM stages' extras: llama.cpp backend (com
 demo: demo-models ## the main job: install the runtime and the models it uses, build the COVID FAQ KB, answer
 	$(BIN)/tribunal demo --profile $(PROFILE) --data $(DATA)
 
+# Two test processes (pytest-xdist): while one waits on a Ray start, a subprocess or a
+# server, the other runs; tests that start a Ray share one process (see tests/conftest.py).
+TEST_WORKERS ?= 2
 test: install models ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1; no sudo)
-	$(BIN)/pytest -q -m "not extended" --durations=25
+	$(BIN)/pytest -q -m "not extended" -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-all: install models ## every test, including the `extended` ones CI covers more broadly
 	$(BIN)/pytest -q

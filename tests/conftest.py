@@ -26,6 +26,15 @@ SHARED = next(
 )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``: two processes), tests that start a Ray run one
+    at a time on one worker: two local clusters at once would fight over the CPUs, the
+    Ray temp dir and the auth token file, and each start would take twice as long."""
+    for item in items:
+        if item.get_closest_marker("ray") or "local_ray" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's TRIBUNAL_* variables, except the model cache."""

@@ -15,6 +15,8 @@ from tribunal.core import load_settings
 from tribunal.debate import DebateItem, build_debate
 from tribunal.v1 import debate_pb2
 
+pytestmark = pytest.mark.ray
+
 ITEMS = [
     DebateItem(query="capital of france", chunk="Paris is the capital of France.", item_id="a"),
     DebateItem(query="tallest mountain", chunk="Mount Everest is 8,849 m high.", item_id="b"),

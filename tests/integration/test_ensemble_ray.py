@@ -20,6 +20,8 @@ from tribunal.v1 import common_pb2, ensemble_pb2
 
 from tests.integration._relevance import write_tiny_artifact
 
+pytestmark = pytest.mark.ray
+
 ENTRY = KbEntry(
     id="faq-1",
     question="How does the virus spread?",

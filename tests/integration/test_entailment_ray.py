@@ -16,6 +16,8 @@ from tribunal.entailment import PairToCheck, build_cascade, checker_version
 from tribunal.entailment.servicer import EntailmentServicer
 from tribunal.v1 import entailment_pb2
 
+pytestmark = pytest.mark.ray
+
 PREMISE = "Masks reduce the spread of respiratory droplets. Hand washing removes the virus."
 HYPOTHESES = [
     "Masks reduce droplets spread.",

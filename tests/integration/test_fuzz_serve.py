@@ -25,7 +25,13 @@ import pytest
 from tests.integration._fuzz import FuzzResult, fuzz_rpc
 from tests.integration._fuzz_serve import SERVE_RPCS, ServeStack
 
-pytestmark = [pytest.mark.fuzz, pytest.mark.models, pytest.mark.slow, pytest.mark.extended]
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.fuzz,
+    pytest.mark.models,
+    pytest.mark.slow,
+    pytest.mark.extended,
+]
 
 COUNT = int(os.environ.get("FUZZ_N", "100"))
 SEED = int(os.environ.get("FUZZ_SEED", "20261201"))

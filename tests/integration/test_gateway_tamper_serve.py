@@ -32,7 +32,13 @@ from tests.integration._tamper_proxy import Mode, TamperProxy
 from tests.integration.test_gateway_tamper import Gateway, Stages, gateway  # noqa: F401
 
 # Ray and three applications take minutes to start on 2 cores: `make test-all` runs it.
-pytestmark = [pytest.mark.models, pytest.mark.tamper, pytest.mark.slow, pytest.mark.extended]
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.models,
+    pytest.mark.tamper,
+    pytest.mark.slow,
+    pytest.mark.extended,
+]
 
 STAGE_APPS = ("retrieval", "ensemble", "confidence")
 REPRESENTATIVE = "answer-injected-all-hashes-recomputed"

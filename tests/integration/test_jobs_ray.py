@@ -14,6 +14,8 @@ from tribunal.jobs import JobStore
 from tests.conftest import REPO, SHARED
 from tests.integration.test_jobs_resume import _env
 
+pytestmark = pytest.mark.ray
+
 
 @pytest.mark.models
 @pytest.mark.slow

@@ -28,7 +28,7 @@ from tribunal_lab.k8s_checks import (
     queried_series,
 )
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s")
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="')

@@ -19,7 +19,7 @@ from tribunal.ops import ServeRestClient
 from tests.conftest import REPO
 
 # The kmock tests cover the ops logic in CI; this one adds the REST path on a real Ray.
-pytestmark = [pytest.mark.slow, pytest.mark.extended]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.extended]
 
 _APP = {
     "name": "echo",

@@ -11,7 +11,7 @@ from tribunal.retrieval import KnowledgeBase, SearchMode, SearchQuery
 
 from tests.integration._retrieval import COLLECTION, ENTRIES, minilm
 
-pytestmark = pytest.mark.models  # ~45 s: a Ray start, a replica loading MiniLM
+pytestmark = [pytest.mark.ray, pytest.mark.models]  # ~45 s: a Ray start, a replica loading MiniLM
 
 
 @pytest.mark.usefixtures("local_ray")

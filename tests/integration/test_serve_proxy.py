@@ -31,7 +31,7 @@ from tests.integration._cluster import free_port, ray_token_auth
 
 # The same statuses are held in-process by tests/integration/test_serve_strictness.py;
 # this starts Ray Serve to see them through the real proxy.
-pytestmark = [pytest.mark.slow, pytest.mark.security, pytest.mark.extended]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.security, pytest.mark.extended]
 
 TOKEN = "proxy-query-token-0123456789"
 ROUTE = (("application", "confidence"),)

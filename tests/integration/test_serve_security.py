@@ -43,7 +43,7 @@ from tribunal.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 from tests.conftest import REPO
 
-pytestmark = [pytest.mark.security, pytest.mark.models, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.security, pytest.mark.models, pytest.mark.slow]
 
 READER, EDITOR = "reader-token-0123456789", "editor-token-0123456789"
 BLEACH = common_pb2.KbEntry(

@@ -53,7 +53,7 @@ from tests.conftest import REPO, SHARED
 # Kept out of `make test` for now: its module fixture errored at setup on a heavily loaded
 # machine after the stack gained credentials and write-time verification; `make test-all`
 # runs it.
-pytestmark = [pytest.mark.models, pytest.mark.slow, pytest.mark.extended]
+pytestmark = [pytest.mark.ray, pytest.mark.models, pytest.mark.slow, pytest.mark.extended]
 
 COVID = SHARED / "data" / "covid-qa"
 
