@@ -35,16 +35,26 @@ import datetime as dt
 import hashlib
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import select
 
 from ..core import FailedPreconditionError, InvalidArgumentError
 from ..core.storage import AuditDecisionRow, Database
-from ._live import AuditVerdict, audit_verdicts
+from ._live import AuditVerdict, _calibrator, audit_verdicts
 
-__all__ = ["WEIGHTINGS", "audit_traffic", "design_floor", "write_audit_traffic"]
+__all__ = [
+    "WEIGHTINGS",
+    "ServedAccepts",
+    "audit_traffic",
+    "design_floor",
+    "served_accepts",
+    "write_audit_traffic",
+]
 
 Weighting = Literal["ipw", "thin"]
 WEIGHTINGS: tuple[Weighting, ...] = ("ipw", "thin")
@@ -56,16 +66,22 @@ def _uniform(seed: int, key: str) -> float:
 
 
 def design_floor(
-    db: Database, *, collection: str, since: dt.datetime | None = None
+    db: Database,
+    *,
+    collection: str,
+    since: dt.datetime | None = None,
+    decisions: tuple[str, ...] = ("ACCEPT", "FALLBACK"),
 ) -> tuple[float, bool]:
     """(π_floor, uniform) of the audit design over the collection's decisions in the
-    window: the smallest positive inclusion probability (or configured smallest share)
-    any decision recorded, and whether every decision had the same positive π."""
+    window: the smallest positive inclusion probability (or, over both decisions, the
+    configured smallest share) any decision recorded, and whether every decision had the
+    same positive π. ``decisions``: ("ACCEPT",) for the floor among ACCEPTs only."""
     statement = select(AuditDecisionRow.created_at, AuditDecisionRow.detail).where(
         AuditDecisionRow.kind == "answer",
         AuditDecisionRow.collection == collection,
-        AuditDecisionRow.decision.in_(("ACCEPT", "FALLBACK")),
+        AuditDecisionRow.decision.in_(decisions),
     )
+    both = set(decisions) == {"ACCEPT", "FALLBACK"}
     floor, shares = 1.0, set()
     with db.session() as session:
         rows = session.execute(statement).all()
@@ -77,7 +93,7 @@ def design_floor(
             continue
         share = float(draw["p"])
         shares.add(share)
-        floor = min(floor, share, float(draw.get("min_p") or share))
+        floor = min(floor, share, float(draw.get("min_p") or share) if both else share)
     return floor, len(shares) <= 1
 
 
@@ -141,6 +157,63 @@ def audit_traffic(
         "by_decision": dict(sorted(strata.items())),
     }
     return rows, counts
+
+
+@dataclass(frozen=True)
+class ServedAccepts:
+    """The reviewed audited ACCEPTs of one calibrator version: what
+    :func:`tribunal.confidence.served_threshold` certifies a stricter threshold on."""
+
+    confidence: NDArray[np.float64]
+    """The served confidence of each."""
+    correct: NDArray[np.bool_]
+    """Reviewers said the served entry answers the query."""
+    weight: NDArray[np.float64] | None
+    """u = π_floor / π with π_floor the smallest ACCEPT share; None when uniform."""
+
+
+def served_accepts(
+    db: Database,
+    *,
+    collection: str,
+    calibrator_version: str,
+    votes_per_item: int = 1,
+    since: dt.datetime | None = None,
+) -> ServedAccepts:
+    """The reviewed audited ACCEPTs served by ``calibrator_version`` (from ``since``on),
+    with the served confidence read from each decision's audit row."""
+    verdicts = {
+        v.audit_id: v
+        for v in audit_verdicts(db, votes_per_item=votes_per_item).values()
+        if v.decision == "ACCEPT"
+        and v.answers is not None
+        and v.inclusion > 0.0
+        and v.collection == collection
+        and (since is None or (v.created_at is not None and _utc(v.created_at) >= since))
+    }
+    statement = select(
+        AuditDecisionRow.id, AuditDecisionRow.confidence, AuditDecisionRow.versions
+    ).where(AuditDecisionRow.id.in_(list(verdicts)))
+    with db.session() as session:
+        rows = session.execute(statement).all()
+    served = sorted(
+        (audit_id, float(confidence))
+        for audit_id, confidence, versions in rows
+        if confidence is not None and _calibrator(versions) == calibrator_version
+    )
+    if not served:
+        raise FailedPreconditionError(
+            f"no reviewed audited ACCEPTs of calibrator {calibrator_version!r} in collection "
+            f"{collection!r}: audits need audit.accept_share > 0 and reviews"
+        )
+    floor, uniform = design_floor(db, collection=collection, since=since, decisions=("ACCEPT",))
+    inclusion = np.asarray([verdicts[a].inclusion for a, _ in served], dtype=np.float64)
+    floor = min(floor, float(inclusion.min()))
+    return ServedAccepts(
+        confidence=np.asarray([c for _, c in served], dtype=np.float64),
+        correct=np.asarray([bool(verdicts[a].answers) for a, _ in served], dtype=np.bool_),
+        weight=None if uniform else floor / inclusion,
+    )
 
 
 def _utc(moment: dt.datetime) -> dt.datetime:
