@@ -1,4 +1,4 @@
-"""``tribunal audit list|show|stats|escalations``: read the gateway's decisions.
+"""``tribunal audit list|show|stats|escalations|rethreshold``: read the gateway's decisions.
 
 ``stats`` also compares the live acceptance rate of the calibrated collection with
 the coverage its calibrator was certified at (a drift signal), and reports the live
@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core import InvalidArgumentError, load_settings
 from ..core.storage import Database, DecisionRecord
+from ._audit_rethreshold import register_rethreshold
 
 __all__ = ["parse_since", "register"]
 
@@ -89,6 +90,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     queue.add_argument("--status", default="open", help="open (default), or '' for all")
     queue.add_argument("--limit", type=int, default=50)
     queue.set_defaults(func=_escalations)
+
+    register_rethreshold(actions)
 
 
 def _database(args: argparse.Namespace) -> Database:
