@@ -240,8 +240,9 @@ def _live_audit(args: argparse.Namespace, database: Database) -> dict[str, Any]:
     out["restarted"] = restarted[-1] if restarted else None
     out["note"] = (
         f"SAFE MODE ({state.mode}): the live rate is above alpha at confidence "
-        f"{1 - state.delta:g}; re-certify with `tribunal calibrate --collection {collection} "
-        "--from-audit`"
+        f"{1 - state.delta:g}; raise the served threshold with `tribunal audit rethreshold "
+        f"-o NEW.json` (from the audited ACCEPTs), or refit with `tribunal calibrate "
+        f"--collection {collection} --from-audit`"
         if state.mode != "normal"
         else "the live bounds (cumulative and restarted) hold at every time at once with "
         f"probability >= {1 - state.delta:g}, whatever the traffic"
