@@ -211,6 +211,36 @@ def test_served_accepts_read_the_served_confidence_and_verdict_of_each_audited_a
     assert sample.weight.tolist() == pytest.approx([0.2] * 10 + [1.0] * 5)
     with pytest.raises(Exception, match="no reviewed audited ACCEPTs of calibrator 'v2'"):
         served_accepts(db, collection="faq", calibrator_version="v2")
+    # The sample for a served threshold: ACCEPTs below it (a request's larger alpha) are
+    # left out, as are decisions served in a safe mode.
+    with pytest.raises(Exception, match="no reviewed audited ACCEPTs"):
+        served_accepts(db, collection="faq", calibrator_version="v1", served=0.95)
+    _decide(db, "a" * 32, decision="FALLBACK", threshold=0.95, safe_mode="stricter")
+    assert (
+        served_accepts(db, collection="faq", calibrator_version="v1", served=0.9).confidence.size
+        == 15
+    )
+    # A decision at a threshold above the served one (a request's smaller alpha): refused.
+    _decide(db, "b" * 32, decision="FALLBACK", threshold=0.95)
+    with pytest.raises(Exception, match=r"1 decisions of calibrator 'v1' .* above 0\.9"):
+        served_accepts(db, collection="faq", calibrator_version="v1", served=0.9)
+
+
+def _decide(db: Database, audit_id: str, *, decision: str, threshold: float, **detail: str) -> None:
+    db.record_decision(
+        DecisionRecord(
+            id=audit_id,
+            kind="answer",
+            query="q",
+            decision=decision,
+            collection="faq",
+            confidence=0.92,
+            threshold=threshold,
+            versions={"confidence": {"calibrator": "v1"}},
+            detail={"audit": {"p": 0.1, "sampled": False, "stratum": "fallback"}, **detail},
+        ),
+        None,
+    )
 
 
 def test_a_fallback_is_labelled_with_the_entry_its_reviewers_picked(tmp_path: Path) -> None:

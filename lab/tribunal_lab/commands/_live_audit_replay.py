@@ -316,13 +316,14 @@ class Replay:
         from tribunal.audit import served_accepts
         from tribunal.confidence import served_threshold
 
+        served = self.artifact.threshold_for(self.args.alpha).threshold
         sample = served_accepts(
             self.db,
             collection=self.collection,
             calibrator_version=self.artifact.version,
+            served=served,
             since=since,
         )
-        served = self.artifact.threshold_for(self.args.alpha).threshold
         chosen = {
             alpha: served_threshold(
                 sample.confidence,

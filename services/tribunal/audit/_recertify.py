@@ -177,11 +177,23 @@ def served_accepts(
     *,
     collection: str,
     calibrator_version: str,
+    served: float | None = None,
     votes_per_item: int = 1,
     since: dt.datetime | None = None,
 ) -> ServedAccepts:
-    """The reviewed audited ACCEPTs served by ``calibrator_version`` (from ``since``on),
-    with the served confidence read from each decision's audit row."""
+    """The reviewed audited ACCEPTs served by ``calibrator_version`` (from ``since`` on),
+    with the served confidence read from each decision's audit row.
+
+    Decisions served in a safe mode are left out (the population is the traffic served
+    normally). ``served``: the threshold the sample is to speak for; ACCEPTs below it
+    (a request's own, larger α) are left out — above it any such threshold accepted too.
+
+    Raises:
+        FailedPreconditionError: no such ACCEPT, or a decision of this version in the
+            window was decided at a threshold above ``served`` (a request's own, smaller
+            α): its queries above ``served`` could fall back, so the ACCEPTs are not a
+            uniform sample of them — give a window after those decisions.
+    """
     verdicts = {
         v.audit_id: v
         for v in audit_verdicts(db, votes_per_item=votes_per_item).values()
@@ -192,26 +204,53 @@ def served_accepts(
         and (since is None or (v.created_at is not None and _utc(v.created_at) >= since))
     }
     statement = select(
-        AuditDecisionRow.id, AuditDecisionRow.confidence, AuditDecisionRow.versions
-    ).where(AuditDecisionRow.id.in_(list(verdicts)))
+        AuditDecisionRow.id,
+        AuditDecisionRow.created_at,
+        AuditDecisionRow.decision,
+        AuditDecisionRow.confidence,
+        AuditDecisionRow.threshold,
+        AuditDecisionRow.versions,
+        AuditDecisionRow.detail,
+    ).where(
+        AuditDecisionRow.kind == "answer",
+        AuditDecisionRow.collection == collection,
+        AuditDecisionRow.decision.in_(("ACCEPT", "FALLBACK")),
+    )
     with db.session() as session:
         rows = session.execute(statement).all()
-    served = sorted(
-        (audit_id, float(confidence))
-        for audit_id, confidence, versions in rows
-        if confidence is not None and _calibrator(versions) == calibrator_version
-    )
-    if not served:
+    sample: list[tuple[str, float]] = []
+    stricter = 0
+    for audit_id, created_at, decision, confidence, threshold, versions, detail in rows:
+        if _calibrator(versions) != calibrator_version:
+            continue
+        if since is not None and (created_at is None or _utc(created_at) < since):
+            continue
+        if isinstance(detail, dict) and detail.get("safe_mode"):
+            continue
+        if served is not None and threshold is not None and float(threshold) > served + 1e-12:
+            stricter += 1
+        if decision != "ACCEPT" or audit_id not in verdicts or confidence is None:
+            continue
+        if served is None or float(confidence) >= served:
+            sample.append((audit_id, float(confidence)))
+    if stricter:
+        raise FailedPreconditionError(
+            f"{stricter} decisions of calibrator {calibrator_version!r} in the window were "
+            f"decided at a threshold above {served} (a request's own alpha): the audited "
+            "ACCEPTs are not a uniform sample above it; give a window after them (--since)"
+        )
+    if not sample:
         raise FailedPreconditionError(
             f"no reviewed audited ACCEPTs of calibrator {calibrator_version!r} in collection "
             f"{collection!r}: audits need audit.accept_share > 0 and reviews"
         )
+    sample.sort()
     floor, uniform = design_floor(db, collection=collection, since=since, decisions=("ACCEPT",))
-    inclusion = np.asarray([verdicts[a].inclusion for a, _ in served], dtype=np.float64)
+    inclusion = np.asarray([verdicts[a].inclusion for a, _ in sample], dtype=np.float64)
     floor = min(floor, float(inclusion.min()))
     return ServedAccepts(
-        confidence=np.asarray([c for _, c in served], dtype=np.float64),
-        correct=np.asarray([bool(verdicts[a].answers) for a, _ in served], dtype=np.bool_),
+        confidence=np.asarray([c for _, c in sample], dtype=np.float64),
+        correct=np.asarray([bool(verdicts[a].answers) for a, _ in sample], dtype=np.bool_),
         weight=None if uniform else floor / inclusion,
     )
 

@@ -81,6 +81,7 @@ def _rethreshold(args: argparse.Namespace) -> int:
         Database(args.database_url or settings.database_url),
         collection=collection,
         calibrator_version=artifact.version,
+        served=served,
         votes_per_item=settings.audit.votes_per_item,
         since=since,
     )
