@@ -12,8 +12,9 @@ when the shift warning comes on). The safe mode lasts ``--safe-queries`` queries
 operator's reaction time); then the collection is re-certified on the items audited since
 the shift warning, as ``tribunal calibrate --from-audit --audit-since`` does: every
 audited label, weighted by its inverse inclusion probability (what is served from then
-on); the former thinning to one share is certified beside it. Both certify α and 0.3 (a
-looser target, to compare where α is out of reach), and what each certified threshold
+on); the former thinning to one share, and the served calibrator re-thresholded on its
+audited ACCEPTs (``tribunal audit rethreshold``), are certified beside it. Each certifies
+α and 0.3 (a looser target, to compare where α is out of reach), and what each threshold
 would serve on the queries after the re-certification is counted (``recertified_by``).
 """
 
