@@ -23,6 +23,10 @@ Rules:
     queue = ReviewQueue(Database(url), attention=load_attention("checks.jsonl"))
     item = queue.next_item("ann")          # None when nothing is left for "ann"
     queue.vote("ann", item.token, "relevant", seconds=12.5)
+
+Attention checks are read in :mod:`._review_attention`, the items and the page's view of
+them built in :mod:`._review_items`, and the queue's stats and vote export computed in
+:mod:`._review_reports`; their names are re-exported here.
 """
 
 from __future__ import annotations
