@@ -29,7 +29,9 @@ BINDING = CalibrationBinding(
 )
 
 
-def _store(url: str, n: int = 900) -> dict[str, list[ObservedCandidate]]:
+def _store(
+    url: str, n: int = 900, *, version: str = "v1", served: float = 0.55
+) -> dict[str, list[ObservedCandidate]]:
     """n served decisions, each audited at its share; the candidates of each audited one."""
     rng = np.random.default_rng(0)
     db = Database(url)
@@ -39,7 +41,7 @@ def _store(url: str, n: int = 900) -> dict[str, list[ObservedCandidate]]:
         right = f"e{i % 40}" if i % 10 else None  # a tenth of the queries: no answer
         quality = float(rng.beta(5, 2) if right and rng.random() < 0.8 else rng.beta(2, 4))
         first = right if right and quality > 0.45 else f"x{i % 7}"
-        decision = "ACCEPT" if quality > 0.55 else "FALLBACK"
+        decision = "ACCEPT" if quality >= served else "FALLBACK"
         p = 0.5 if decision == "ACCEPT" else 0.1
         sampled = rng.random() < p
         audit_id = f"{i:032d}"
@@ -60,7 +62,7 @@ def _store(url: str, n: int = 900) -> dict[str, list[ObservedCandidate]]:
                 decision=decision,
                 collection="faq",
                 confidence=quality,
-                versions={"confidence": {"calibrator": "v1"}},
+                versions={"confidence": {"calibrator": version}},
                 detail={"audit": {"p": p, "sampled": sampled, "stratum": "x", "min_p": 0.1}},
             ),
             item,
@@ -144,3 +146,73 @@ def test_from_audit_certifies_on_the_reviewed_items(
     else:
         assert (counts["kept"], counts["reviewed"], threshold["n"]) == (90, 309, 44)
         assert all("weight" not in r for r in written)
+
+
+def test_rethreshold_certifies_a_stricter_threshold_of_the_served_calibrator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+
+    from tribunal.confidence import CalibratorArtifact
+    from tribunal.confidence._threshold import RiskThreshold
+
+    monkeypatch.setenv("TRIBUNAL_DATA_DIR", str(tmp_path / "data"))
+    first = f"sqlite:///{tmp_path / 'first.db'}"
+    observed = _store(first)
+    rows, _ = audit_traffic(Database(first), collection="faq", seed=0)
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    signals = tmp_path / "signals.jsonl"
+    _write_signals(
+        signals, read_traffic(path), [observed[row["audit_id"]] for row in rows], BINDING
+    )
+    fitted = tmp_path / "fitted.json"
+    assert main(
+        [
+            "calibrate", "--collection", "faq", "--from-audit", "--database-url", first,
+            "--from-signals", str(signals), "--alpha", "0.2", "--delta", "0.1",
+            "--report", str(tmp_path / "report"), "-o", str(fitted),
+        ]
+    ) == 0  # fmt: skip
+    # Served at 0.55 for α = 0.2 (looser than the traffic allows: a quarter of the
+    # ACCEPTs are wrong); the live audits of that calibrator are in a second store.
+    served = dataclasses.replace(
+        CalibratorArtifact.load(fitted),
+        thresholds=(RiskThreshold(0.2, 0.1, 0.55, 0, 0, None, 0),),
+    )
+    served.save(tmp_path / "served.json")
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    _store(url, version=served.version, served=0.55)
+    capsys.readouterr()
+    output = tmp_path / "rethresholded.json"
+    code = main(
+        [
+            "audit", "--database-url", url, "rethreshold", "--artifact",
+            str(tmp_path / "served.json"), "--alpha", "0.2", "-o", str(output),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    new = CalibratorArtifact.load(output)
+    (threshold,) = new.thresholds
+    # The same calibrator, a stricter certified threshold, another version.
+    assert new.calibrator.state() == served.calibrator.state()
+    assert new.version != served.version == printed["served_version"]
+    assert threshold.method == "clopper-pearson"  # one ACCEPT share: no weights
+    assert threshold.threshold is not None
+    assert threshold.threshold > 0.55
+    assert threshold.upper_bound is not None
+    assert threshold.upper_bound <= 0.2
+    assert (printed["audited_accepts"], threshold.n) == (
+        sum(1 for r in rows if "weight" in r and r["weight"] < 1),
+        printed["audited_accepts"] - round(0.3 * printed["audited_accepts"]),
+    )
+    assert new.config["rethreshold"]["served_threshold"] == 0.55
+    # Another version's audits are not this calibrator's: a clear refusal.
+    refused = main(
+        ["audit", "--database-url", url, "rethreshold", "--artifact", str(fitted),
+         "--alpha", "0.2", "-o", str(tmp_path / "x.json")]
+    )  # fmt: skip
+    assert refused != 0
+    assert "no reviewed audited ACCEPTs of calibrator" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()

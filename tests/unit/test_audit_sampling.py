@@ -18,6 +18,7 @@ from tribunal.audit import (
     StateStore,
     audit_traffic,
     live_bound,
+    served_accepts,
     shift_test,
 )
 from tribunal.core.settings import AuditSettings
@@ -191,6 +192,55 @@ def test_audit_traffic_keeps_every_label_weighted_or_thins_it(tmp_path: Path) ->
         audit_traffic(db, collection="other")
     with pytest.raises(Exception, match="weighting 'mean'"):
         audit_traffic(db, collection="faq", weighting="mean")  # type: ignore[arg-type]
+
+
+def test_served_accepts_read_the_served_confidence_and_verdict_of_each_audited_accept(
+    tmp_path: Path,
+) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'a.db'}")
+    queue = ReviewQueue(db, votes_per_item=1)
+    _serve(db, queue, 10, wrong={1, 2}, p=0.5)
+    sample = served_accepts(db, collection="faq", calibrator_version="v1")
+    assert sample.confidence.tolist() == [0.9] * 10
+    assert np.flatnonzero(~sample.correct).tolist() == [1, 2]
+    assert sample.weight is None  # one ACCEPT share: a uniform sample
+    # A confidence stratum audited at 0.1: weights against the smallest ACCEPT share.
+    _serve(db, queue, 5, wrong=set(), p=0.1, start=10)
+    sample = served_accepts(db, collection="faq", calibrator_version="v1")
+    assert sample.weight is not None
+    assert sample.weight.tolist() == pytest.approx([0.2] * 10 + [1.0] * 5)
+    with pytest.raises(Exception, match="no reviewed audited ACCEPTs of calibrator 'v2'"):
+        served_accepts(db, collection="faq", calibrator_version="v2")
+    # The sample for a served threshold: ACCEPTs below it (a request's larger alpha) are
+    # left out, as are decisions served in a safe mode.
+    with pytest.raises(Exception, match="no reviewed audited ACCEPTs"):
+        served_accepts(db, collection="faq", calibrator_version="v1", served=0.95)
+    _decide(db, "a" * 32, decision="FALLBACK", threshold=0.95, safe_mode="stricter")
+    assert (
+        served_accepts(db, collection="faq", calibrator_version="v1", served=0.9).confidence.size
+        == 15
+    )
+    # A decision at a threshold above the served one (a request's smaller alpha): refused.
+    _decide(db, "b" * 32, decision="FALLBACK", threshold=0.95)
+    with pytest.raises(Exception, match=r"1 decisions of calibrator 'v1' .* above 0\.9"):
+        served_accepts(db, collection="faq", calibrator_version="v1", served=0.9)
+
+
+def _decide(db: Database, audit_id: str, *, decision: str, threshold: float, **detail: str) -> None:
+    db.record_decision(
+        DecisionRecord(
+            id=audit_id,
+            kind="answer",
+            query="q",
+            decision=decision,
+            collection="faq",
+            confidence=0.92,
+            threshold=threshold,
+            versions={"confidence": {"calibrator": "v1"}},
+            detail={"audit": {"p": 0.1, "sampled": False, "stratum": "fallback"}, **detail},
+        ),
+        None,
+    )
 
 
 def test_a_fallback_is_labelled_with_the_entry_its_reviewers_picked(tmp_path: Path) -> None:

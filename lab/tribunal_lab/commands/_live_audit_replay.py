@@ -12,8 +12,9 @@ when the shift warning comes on). The safe mode lasts ``--safe-queries`` queries
 operator's reaction time); then the collection is re-certified on the items audited since
 the shift warning, as ``tribunal calibrate --from-audit --audit-since`` does: every
 audited label, weighted by its inverse inclusion probability (what is served from then
-on); the former thinning to one share is certified beside it. Both certify α and 0.3 (a
-looser target, to compare where α is out of reach), and what each certified threshold
+on); the former thinning to one share, and the served calibrator re-thresholded on its
+audited ACCEPTs (``tribunal audit rethreshold``), are certified beside it. Each certifies
+α and 0.3 (a looser target, to compare where α is out of reach), and what each threshold
 would serve on the queries after the re-certification is counted (``recertified_by``).
 """
 
@@ -84,6 +85,9 @@ class Replay:
         self.audit_index: dict[str, int] = {}
         self.thinned: Any = None
         """The artifact thinning would have certified (counted beside, never served)."""
+        self.served_scale: Any = None
+        """The served calibrator at the stricter thresholds its audited ACCEPTs certify
+        (counted beside, never served)."""
 
     # -- the monitor, after each review ---------------------------------------------------
 
@@ -208,7 +212,8 @@ class Replay:
     def run(self, live: list[tuple[str, int]], *, kinds: list[str]) -> dict[str, Any]:
         stats = {name: _segment_stats() for name in _SEGMENTS}
         alphas = sorted({self.args.alpha, 0.3})
-        by = {f"{w}@{a}": _segment_stats() for w in ("ipw", "thin") for a in alphas}
+        kinds_of = ("ipw", "thin", "served")
+        by = {f"{w}@{a}": _segment_stats() for w in kinds_of for a in alphas}
         events: dict[str, Any] = {}
         segment = "before"
         shift_start: int | None = None
@@ -224,6 +229,7 @@ class Replay:
                 for alpha in alphas:
                     self._count(self.artifact, alpha, index, by[f"ipw@{alpha}"])
                     self._count(self.thinned, alpha, index, by[f"thin@{alpha}"])
+                    self._count(self.served_scale, alpha, index, by[f"served@{alpha}"])
             warning = self.state is not None and self.state.shift_warning
             if warning and "shift_warning" not in events:
                 events["shift_warning"] = {
@@ -294,6 +300,7 @@ class Replay:
         """What ``tribunal calibrate --from-audit --audit-since`` does, on cached signals:
         weighted (served from here on), and thinned (certified beside, for comparison)."""
         old = self.artifact.version
+        served, self.served_scale = self._certify_served(since)
         weighted, self.artifact = self._certify_audits(since, "ipw")
         thinned, self.thinned = self._certify_audits(since, "thin")
         return {
@@ -302,7 +309,49 @@ class Replay:
             "new_version": self.artifact.version,
             **weighted,
             "thinned": thinned,
+            "served_scale": served,
         }
+
+    def _certify_served(self, since: dt.datetime | None) -> tuple[dict[str, Any], Any]:
+        """The served calibrator's stricter threshold certified on its audited ACCEPTs."""
+        from tribunal.audit import served_accepts
+        from tribunal.confidence import served_threshold
+
+        served = self.artifact.threshold_for(self.args.alpha).threshold
+        sample = served_accepts(
+            self.db,
+            collection=self.collection,
+            calibrator_version=self.artifact.version,
+            served=served,
+            since=since,
+        )
+        chosen = {
+            alpha: served_threshold(
+                sample.confidence,
+                sample.correct,
+                sample.weight,
+                served=served,
+                alpha=alpha,
+                delta=0.1,
+            )
+            for alpha in sorted({self.args.alpha, 0.3})
+        }
+        mine = chosen[self.args.alpha]
+        report = {
+            "accepts": int(sample.confidence.size),
+            "served_threshold": served,
+            "method": mine.method,
+            "threshold": mine.threshold,
+            "upper_bound": mine.upper_bound,
+            "certified": mine.certified,
+            "certify_accepted": mine.accepted,
+            "certify_items": mine.n,
+            "per_alpha": [
+                {"alpha": a, "threshold": t.threshold, "upper_bound": t.upper_bound}
+                for a, t in chosen.items()
+            ],
+        }
+        return report, _Rethresholded(self.artifact, chosen)
 
     def _certify_audits(
         self, since: dt.datetime | None, weighting: str
@@ -353,6 +402,19 @@ class Replay:
             ],
         }
         return report, result.artifact
+
+
+class _Rethresholded:
+    """A calibrator artifact with other thresholds (what ``_count`` reads)."""
+
+    def __init__(self, artifact: Any, thresholds: dict[float, Any]) -> None:
+        self.artifact, self.thresholds = artifact, thresholds
+
+    def predict(self, signals: Any) -> Any:
+        return self.artifact.predict(signals)
+
+    def threshold_for(self, alpha: float) -> Any:
+        return self.thresholds[alpha]
 
 
 def _rates(stats: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,9 @@ the decisions audited by a simulated reviewer who answers from the ground-truth 
 It reports the live hallucination rate before and after the shift, when the shift warning
 fires (and a fresh bound is started beside the cumulative one), how many audited answers
 the live bounds need to trip the fail-safe, the rate in
-safe mode and after re-certifying on the audited sample, and the reviewer labels per
+safe mode and after re-certifying on the audited sample (served: the weighted refit;
+counted beside: the thinned refit, and the served calibrator re-thresholded on its
+audited ACCEPTs as ``tribunal audit rethreshold`` does), and the reviewer labels per
 1,000 queries.
 
 The real parts: the KB is ingested and every query goes once through the gateway's own

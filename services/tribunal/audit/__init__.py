@@ -23,7 +23,7 @@ from ._live import (
     live_signals,
     refresh_after_review,
 )
-from ._recertify import audit_traffic, write_audit_traffic
+from ._recertify import ServedAccepts, audit_traffic, served_accepts, write_audit_traffic
 from ._restarts import Restart, cumulative_delta, restart_delta
 from ._sampling import AUDIT_REASON, AuditDraw, AuditSampler
 from ._sequence import RateConfidenceSequence, RunningBound
@@ -44,6 +44,7 @@ __all__ = [
     "RateConfidenceSequence",
     "Restart",
     "RunningBound",
+    "ServedAccepts",
     "ShiftResult",
     "StateStore",
     "audit_traffic",
@@ -53,6 +54,7 @@ __all__ = [
     "live_signals",
     "refresh_after_review",
     "restart_delta",
+    "served_accepts",
     "shift_test",
     "write_audit_traffic",
 ]

@@ -35,16 +35,26 @@ import datetime as dt
 import hashlib
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import select
 
 from ..core import FailedPreconditionError, InvalidArgumentError
 from ..core.storage import AuditDecisionRow, Database
-from ._live import AuditVerdict, audit_verdicts
+from ._live import AuditVerdict, _calibrator, audit_verdicts
 
-__all__ = ["WEIGHTINGS", "audit_traffic", "design_floor", "write_audit_traffic"]
+__all__ = [
+    "WEIGHTINGS",
+    "ServedAccepts",
+    "audit_traffic",
+    "design_floor",
+    "served_accepts",
+    "write_audit_traffic",
+]
 
 Weighting = Literal["ipw", "thin"]
 WEIGHTINGS: tuple[Weighting, ...] = ("ipw", "thin")
@@ -56,16 +66,22 @@ def _uniform(seed: int, key: str) -> float:
 
 
 def design_floor(
-    db: Database, *, collection: str, since: dt.datetime | None = None
+    db: Database,
+    *,
+    collection: str,
+    since: dt.datetime | None = None,
+    decisions: tuple[str, ...] = ("ACCEPT", "FALLBACK"),
 ) -> tuple[float, bool]:
     """(π_floor, uniform) of the audit design over the collection's decisions in the
-    window: the smallest positive inclusion probability (or configured smallest share)
-    any decision recorded, and whether every decision had the same positive π."""
+    window: the smallest positive inclusion probability (or, over both decisions, the
+    configured smallest share) any decision recorded, and whether every decision had the
+    same positive π. ``decisions``: ("ACCEPT",) for the floor among ACCEPTs only."""
     statement = select(AuditDecisionRow.created_at, AuditDecisionRow.detail).where(
         AuditDecisionRow.kind == "answer",
         AuditDecisionRow.collection == collection,
-        AuditDecisionRow.decision.in_(("ACCEPT", "FALLBACK")),
+        AuditDecisionRow.decision.in_(decisions),
     )
+    both = set(decisions) == {"ACCEPT", "FALLBACK"}
     floor, shares = 1.0, set()
     with db.session() as session:
         rows = session.execute(statement).all()
@@ -77,7 +93,7 @@ def design_floor(
             continue
         share = float(draw["p"])
         shares.add(share)
-        floor = min(floor, share, float(draw.get("min_p") or share))
+        floor = min(floor, share, float(draw.get("min_p") or share) if both else share)
     return floor, len(shares) <= 1
 
 
@@ -141,6 +157,102 @@ def audit_traffic(
         "by_decision": dict(sorted(strata.items())),
     }
     return rows, counts
+
+
+@dataclass(frozen=True)
+class ServedAccepts:
+    """The reviewed audited ACCEPTs of one calibrator version: what
+    :func:`tribunal.confidence.served_threshold` certifies a stricter threshold on."""
+
+    confidence: NDArray[np.float64]
+    """The served confidence of each."""
+    correct: NDArray[np.bool_]
+    """Reviewers said the served entry answers the query."""
+    weight: NDArray[np.float64] | None
+    """u = π_floor / π with π_floor the smallest ACCEPT share; None when uniform."""
+
+
+def served_accepts(
+    db: Database,
+    *,
+    collection: str,
+    calibrator_version: str,
+    served: float | None = None,
+    votes_per_item: int = 1,
+    since: dt.datetime | None = None,
+) -> ServedAccepts:
+    """The reviewed audited ACCEPTs served by ``calibrator_version`` (from ``since`` on),
+    with the served confidence read from each decision's audit row.
+
+    Decisions served in a safe mode are left out (the population is the traffic served
+    normally). ``served``: the threshold the sample is to speak for; ACCEPTs below it
+    (a request's own, larger α) are left out — above it any such threshold accepted too.
+
+    Raises:
+        FailedPreconditionError: no such ACCEPT, or a decision of this version in the
+            window was decided at a threshold above ``served`` (a request's own, smaller
+            α): its queries above ``served`` could fall back, so the ACCEPTs are not a
+            uniform sample of them — give a window after those decisions.
+    """
+    verdicts = {
+        v.audit_id: v
+        for v in audit_verdicts(db, votes_per_item=votes_per_item).values()
+        if v.decision == "ACCEPT"
+        and v.answers is not None
+        and v.inclusion > 0.0
+        and v.collection == collection
+        and (since is None or (v.created_at is not None and _utc(v.created_at) >= since))
+    }
+    statement = select(
+        AuditDecisionRow.id,
+        AuditDecisionRow.created_at,
+        AuditDecisionRow.decision,
+        AuditDecisionRow.confidence,
+        AuditDecisionRow.threshold,
+        AuditDecisionRow.versions,
+        AuditDecisionRow.detail,
+    ).where(
+        AuditDecisionRow.kind == "answer",
+        AuditDecisionRow.collection == collection,
+        AuditDecisionRow.decision.in_(("ACCEPT", "FALLBACK")),
+    )
+    with db.session() as session:
+        rows = session.execute(statement).all()
+    sample: list[tuple[str, float]] = []
+    stricter = 0
+    for audit_id, created_at, decision, confidence, threshold, versions, detail in rows:
+        if _calibrator(versions) != calibrator_version:
+            continue
+        if since is not None and (created_at is None or _utc(created_at) < since):
+            continue
+        if isinstance(detail, dict) and detail.get("safe_mode"):
+            continue
+        if served is not None and threshold is not None and float(threshold) > served + 1e-12:
+            stricter += 1
+        if decision != "ACCEPT" or audit_id not in verdicts or confidence is None:
+            continue
+        if served is None or float(confidence) >= served:
+            sample.append((audit_id, float(confidence)))
+    if stricter:
+        raise FailedPreconditionError(
+            f"{stricter} decisions of calibrator {calibrator_version!r} in the window were "
+            f"decided at a threshold above {served} (a request's own alpha): the audited "
+            "ACCEPTs are not a uniform sample above it; give a window after them (--since)"
+        )
+    if not sample:
+        raise FailedPreconditionError(
+            f"no reviewed audited ACCEPTs of calibrator {calibrator_version!r} in collection "
+            f"{collection!r}: audits need audit.accept_share > 0 and reviews"
+        )
+    sample.sort()
+    floor, uniform = design_floor(db, collection=collection, since=since, decisions=("ACCEPT",))
+    inclusion = np.asarray([verdicts[a].inclusion for a, _ in sample], dtype=np.float64)
+    floor = min(floor, float(inclusion.min()))
+    return ServedAccepts(
+        confidence=np.asarray([c for _, c in sample], dtype=np.float64),
+        correct=np.asarray([bool(verdicts[a].answers) for a, _ in sample], dtype=np.bool_),
+        weight=None if uniform else floor / inclusion,
+    )
 
 
 def _utc(moment: dt.datetime) -> dt.datetime:

@@ -1,4 +1,4 @@
-"""``tribunal audit list|show|stats|escalations``: read the gateway's decisions.
+"""``tribunal audit list|show|stats|escalations|rethreshold``: read the gateway's decisions.
 
 ``stats`` also compares the live acceptance rate of the calibrated collection with
 the coverage its calibrator was certified at (a drift signal), and reports the live
@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core import InvalidArgumentError, load_settings
 from ..core.storage import Database, DecisionRecord
+from ._audit_rethreshold import register_rethreshold
 
 __all__ = ["parse_since", "register"]
 
@@ -89,6 +90,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     queue.add_argument("--status", default="open", help="open (default), or '' for all")
     queue.add_argument("--limit", type=int, default=50)
     queue.set_defaults(func=_escalations)
+
+    register_rethreshold(actions)
 
 
 def _database(args: argparse.Namespace) -> Database:
@@ -237,8 +240,9 @@ def _live_audit(args: argparse.Namespace, database: Database) -> dict[str, Any]:
     out["restarted"] = restarted[-1] if restarted else None
     out["note"] = (
         f"SAFE MODE ({state.mode}): the live rate is above alpha at confidence "
-        f"{1 - state.delta:g}; re-certify with `tribunal calibrate --collection {collection} "
-        "--from-audit`"
+        f"{1 - state.delta:g}; raise the served threshold with `tribunal audit rethreshold "
+        f"-o NEW.json` (from the audited ACCEPTs), or refit with `tribunal calibrate "
+        f"--collection {collection} --from-audit`"
         if state.mode != "normal"
         else "the live bounds (cumulative and restarted) hold at every time at once with "
         f"probability >= {1 - state.delta:g}, whatever the traffic"

@@ -52,6 +52,7 @@ from ._scorer import (
     ThresholdStatus,
     default_artifact_path,
 )
+from ._served_scale import served_threshold
 from ._signals import DebateOutcome, Signals
 from ._threshold import clopper_pearson_upper
 from ._traffic import LabelledQuery, Traffic, read_traffic
@@ -98,6 +99,7 @@ __all__ = [
     "read_traffic",
     "select_risk_threshold",
     "select_threshold",
+    "served_threshold",
     "split_rows",
     "start_count",
     "threshold_grid",

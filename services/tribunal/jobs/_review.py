@@ -23,33 +23,47 @@ Rules:
     queue = ReviewQueue(Database(url), attention=load_attention("checks.jsonl"))
     item = queue.next_item("ann")          # None when nothing is left for "ann"
     queue.vote("ann", item.token, "relevant", seconds=12.5)
+
+Attention checks are read in :mod:`._review_attention`, the items and the page's view of
+them built in :mod:`._review_items`, and the queue's stats and vote export computed in
+:mod:`._review_reports`; their names are re-exported here.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import math
 import random
-import re
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from sqlalchemy import Select, func, select
+from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError, jsonl_rows
-from ..core.storage import Base, Database, EscalationRow
+from ..core import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ..core.storage import Database, EscalationRow
+from ._review_attention import ATTENTION_PREFIX, AttentionItem, load_attention
 from ._review_audit import is_audited_fallback, no_entry_here, picked_entry
+from ._review_items import (
+    LABELS,
+    Highlight,
+    ReviewItem,
+    _attention_item,
+    _attention_token,
+    _escalation_item,
+    debate_rounds,
+    evidence_quotes,
+    highlight,
+    item_view,
+)
+from ._review_reports import _in_job, _prepare, _vote_counts, export_votes, review_stats
 from ._review_tables import ReviewVoteRow
-from ._tables import JobItemRow
 
 __all__ = [
+    "ATTENTION_PREFIX",
     "LABELS",
     "AttentionItem",
     "Highlight",
@@ -66,275 +80,7 @@ __all__ = [
     "validate_annotator",
 ]
 
-LABELS: tuple[str, ...] = ("relevant", "irrelevant")
-ATTENTION_PREFIX = "attention:"
 _MAX_ANNOTATOR = 128
-
-
-# -- attention checks ----------------------------------------------------------------------
-
-
-class _AttentionPick(BaseModel):
-    """An attention check in the form of an audited fallback: which entry answers?"""
-
-    model_config = ConfigDict(extra="forbid")
-
-    collection: str = Field(min_length=1)
-    candidates: list[str] = Field(default_factory=list)
-    entry: str | None = None
-    """The entry that answers the query; null: none does."""
-
-
-class _AttentionLine(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str | None = None
-    query: str = Field(min_length=1)
-    chunk: str = Field(min_length=1)
-    answers: list[str] = Field(default_factory=list)
-    label: Literal["relevant", "irrelevant"]
-    history: dict[str, Any] = Field(default_factory=dict)
-    """Optional debate shown with the item (DREAM pairs each check with two arguments)."""
-    pick: _AttentionPick | None = None
-    """Shown as an audited fallback: the annotator picks the entry (``label`` relevant
-    when ``pick.entry`` is set, irrelevant when none answers)."""
-
-    @field_validator("label", mode="before")
-    @classmethod
-    def _label(cls, value: Any) -> Any:
-        # qrels-style grades are accepted too: 1 (or any positive) relevant, 0 irrelevant.
-        if isinstance(value, bool):
-            return "relevant" if value else "irrelevant"
-        if isinstance(value, int):
-            return "relevant" if value > 0 else "irrelevant"
-        return value.strip().lower() if isinstance(value, str) else value
-
-
-@dataclass(frozen=True)
-class AttentionItem:
-    """An item with a known answer; its votes measure the annotator, not the item."""
-
-    id: str
-    query: str
-    chunk: str
-    label: str
-    answers: tuple[str, ...] = ()
-    history: dict[str, Any] = field(default_factory=dict)
-    pick_entry: str | None = None
-    """For a check shown as an audited fallback: the entry that answers ("" for none)."""
-
-    @property
-    def key(self) -> str:
-        return f"{ATTENTION_PREFIX}{self.id}"
-
-
-def load_attention(path: str | Path) -> list[AttentionItem]:
-    """Read attention checks from JSONL: ``{"query", "chunk", "answers", "label"}`` per line.
-
-    ``id`` defaults to the line number; ``history`` (a debate, as in escalations) is
-    optional. Blank lines are skipped.
-    """
-    source = Path(path).expanduser()
-    if not source.is_file():
-        raise NotFoundError(f"--attention {source}: no such file")
-    items: list[AttentionItem] = []
-    seen: set[str] = set()
-    for row in jsonl_rows(source, field="attention"):
-        try:
-            parsed = _AttentionLine.model_validate(row.value)
-        except ValidationError as exc:
-            raise InvalidArgumentError(
-                f"{row.where}: not an attention item (need query, chunk, answers, "
-                f"label relevant|irrelevant): {exc}",
-                field="attention",
-            ) from None
-        item_id = parsed.id or str(row.number)
-        history, pick_entry = parsed.history, None
-        if parsed.pick is not None:
-            pick_entry = parsed.pick.entry or ""
-            if (parsed.label == "relevant") != bool(pick_entry):
-                raise InvalidArgumentError(
-                    f"{row.where}: a pick check's label is relevant with pick.entry set, "
-                    "irrelevant with none",
-                    field="attention",
-                )
-            history = {
-                **history,
-                "collection": parsed.pick.collection,
-                "candidates": list(parsed.pick.candidates),
-                "kb_entry_id": parsed.pick.candidates[0] if parsed.pick.candidates else "",
-            }
-        if item_id in seen:
-            raise InvalidArgumentError(
-                f"{row.where}: duplicate attention id {item_id!r}", field="attention"
-            )
-        seen.add(item_id)
-        items.append(
-            AttentionItem(
-                id=item_id,
-                query=parsed.query,
-                chunk=parsed.chunk,
-                label=parsed.label,
-                answers=tuple(parsed.answers),
-                history=history,
-                pick_entry=pick_entry,
-            )
-        )
-    return items
-
-
-# -- what the annotator sees ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Highlight:
-    """The passage cut into segments; ``marked`` segments are cited quotes."""
-
-    segments: tuple[tuple[str, bool], ...]
-    missing: tuple[str, ...]
-    """Quotes that do not occur in the passage (the agent misquoted or paraphrased)."""
-
-
-def highlight(chunk: str, quotes: Iterable[str]) -> Highlight:
-    """Mark every case-insensitive exact occurrence of each quote; overlaps merge."""
-    spans: list[tuple[int, int]] = []
-    missing: list[str] = []
-    for quote in quotes:
-        # re with IGNORECASE keeps offsets into the original text (str.lower() can
-        # change a string's length, e.g. for "İ").
-        found = [m.span() for m in re.finditer(re.escape(quote), chunk, re.IGNORECASE)]
-        if found:
-            spans.extend(found)
-        else:
-            missing.append(quote)
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    segments: list[tuple[str, bool]] = []
-    position = 0
-    for start, end in merged:
-        if start > position:
-            segments.append((chunk[position:start], False))
-        segments.append((chunk[start:end], True))
-        position = end
-    if position < len(chunk) or not segments:
-        segments.append((chunk[position:], False))
-    return Highlight(segments=tuple(segments), missing=tuple(missing))
-
-
-def _label_name(value: Any) -> str:
-    text = str(value or "").removeprefix("LABEL_").lower()
-    return text if text in LABELS else ""
-
-
-def debate_rounds(history: Any) -> list[dict[str, Any]]:
-    """The debate of an escalation (``MessageToDict`` of a DebateResult) as plain rounds.
-
-    Tolerant of any JSON: escalations from the answer path carry no debate, and
-    anything that is not a round or a turn is left out.
-    """
-    rounds = history.get("rounds") if isinstance(history, dict) else None
-    if not isinstance(rounds, list):
-        return []
-    result: list[dict[str, Any]] = []
-    for index, entry in enumerate(rounds, start=1):
-        if not isinstance(entry, dict):
-            continue
-        turns = [
-            {
-                "agent": str(turn.get("agent", "")),
-                "model": str(turn.get("model", "")),
-                "label": _label_name(turn.get("label")),
-                "evidence": str(turn.get("evidence", "")),
-                "rationale": str(turn.get("rationale", "")),
-                "evidence_found": bool(turn.get("evidence_found", False)),
-            }
-            for turn in entry.get("turns", [])
-            if isinstance(turn, dict)
-        ]
-        number = entry.get("number", index)
-        result.append({"number": number if isinstance(number, int) else index, "turns": turns})
-    return result
-
-
-def evidence_quotes(history: Any) -> list[str]:
-    """The distinct non-empty evidence quotes of the debate, in order of appearance."""
-    quotes: list[str] = []
-    for round_ in debate_rounds(history):
-        for turn in round_["turns"]:
-            quote = turn["evidence"].strip()
-            if quote and quote not in quotes:
-                quotes.append(quote)
-    return quotes
-
-
-@dataclass(frozen=True)
-class ReviewItem:
-    """One item to label; ``token`` is all the browser learns about its identity."""
-
-    key: str
-    token: str
-    query: str
-    chunk: str
-    answers: tuple[str, ...]
-    history: dict[str, Any]
-    is_attention: bool = False
-    expected_label: str | None = None
-    audit_id: str = ""
-    """Set on an audited fallback: the decision whose candidates the page offers."""
-
-
-def item_view(item: ReviewItem) -> dict[str, Any]:
-    """The JSON the page renders. Nothing in it says whether the item is an attention check."""
-    marked = highlight(item.chunk, evidence_quotes(item.history))
-    outcome = item.history.get("outcome", "") if isinstance(item.history, dict) else ""
-    return {
-        "item": item.token,
-        "query": item.query,
-        "answers": list(item.answers),
-        "passage": [{"text": text, "mark": mark} for text, mark in marked.segments],
-        "missing_quotes": list(marked.missing),
-        "rounds": debate_rounds(item.history),
-        "outcome": str(outcome).removeprefix("DEBATE_OUTCOME_").lower(),
-    }
-
-
-def _attention_token(item: AttentionItem) -> str:
-    # Same shape as an escalation id (32 hex digits), so the token gives nothing away.
-    return hashlib.sha256(item.key.encode()).hexdigest()[:32]
-
-
-def _escalation_item(row: EscalationRow) -> ReviewItem:
-    return ReviewItem(
-        key=row.id,
-        token=row.id,
-        query=row.query,
-        chunk=row.chunk,
-        answers=tuple(row.answers),
-        history=row.history if isinstance(row.history, dict) else {},
-        audit_id=row.audit_id or "" if is_audited_fallback(row) else "",
-    )
-
-
-def _attention_item(item: AttentionItem) -> ReviewItem:
-    return ReviewItem(
-        key=item.key,
-        token=_attention_token(item),
-        query=item.query,
-        chunk=item.chunk,
-        answers=item.answers,
-        history=item.history,
-        is_attention=True,
-        expected_label=item.label,
-        # A pick check asks as an audited fallback does; its token stands for the audit id.
-        audit_id=_attention_token(item) if item.pick_entry is not None else "",
-    )
-
-
-# -- the queue ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -356,32 +102,6 @@ def validate_annotator(name: str) -> str:
             field="annotator",
         )
     return cleaned
-
-
-def _prepare(db: Database) -> None:
-    # Base.metadata holds every table once its module is imported; create_all skips
-    # existing ones. Called explicitly because the Database may have prepared its
-    # schema before this module was imported.
-    db.create_schema()
-    tables = [Base.metadata.tables[row.__tablename__] for row in (ReviewVoteRow, JobItemRow)]
-    Base.metadata.create_all(db.engine, tables=tables)
-
-
-def _in_job(statement: Select[Any], job: str | None) -> Select[Any]:
-    if job is None:
-        return statement
-    members = select(JobItemRow.escalation_id).where(
-        JobItemRow.job == job, JobItemRow.escalation_id.is_not(None)
-    )
-    return statement.where(EscalationRow.id.in_(members))
-
-
-def _vote_counts() -> Any:
-    return (
-        select(ReviewVoteRow.item_key, func.count().label("votes"))
-        .group_by(ReviewVoteRow.item_key)
-        .subquery()
-    )
 
 
 class ReviewQueue:
@@ -588,93 +308,3 @@ class ReviewQueue:
 
     def stats(self) -> dict[str, Any]:
         return review_stats(self.db, votes_per_item=self.votes_per_item, job=self.job)
-
-
-# -- reporting ------------------------------------------------------------------------------
-
-
-def review_stats(
-    db: Database, *, votes_per_item: int = 3, job: str | None = None
-) -> dict[str, Any]:
-    """Queue progress and, per annotator, votes and attention-check accuracy."""
-    _prepare(db)
-    counts = _vote_counts()
-    statement = _in_job(
-        select(EscalationRow.id, func.coalesce(counts.c.votes, 0))
-        .outerjoin(counts, counts.c.item_key == EscalationRow.id)
-        .where(EscalationRow.status == "open"),
-        job,
-    )
-    votes_query = select(
-        ReviewVoteRow.annotator,
-        ReviewVoteRow.is_attention,
-        ReviewVoteRow.label,
-        ReviewVoteRow.expected_label,
-        ReviewVoteRow.entry_id,
-        ReviewVoteRow.expected_entry_id,
-    )
-    if job is not None:
-        votes_query = votes_query.where(ReviewVoteRow.job == job)
-    with db.session() as session:
-        per_item = [int(votes) for _, votes in session.execute(statement)]
-        votes = session.execute(votes_query).all()
-    annotators: dict[str, dict[str, Any]] = {}
-    for annotator, is_attention, label, expected, picked, expected_pick in votes:
-        entry = annotators.setdefault(
-            annotator,
-            {"annotator": annotator, "votes": 0, "attention_seen": 0, "attention_correct": 0},
-        )
-        entry["votes"] += 1
-        if is_attention:
-            entry["attention_seen"] += 1
-            # A pick check is passed by the right label and, when an entry answers, that entry.
-            right_pick = expected_pick is None or (picked or "") == expected_pick
-            entry["attention_correct"] += int(label == expected and right_pick)
-    for entry in annotators.values():
-        seen = entry["attention_seen"]
-        entry["attention_accuracy"] = round(entry["attention_correct"] / seen, 4) if seen else None
-    return {
-        "votes_per_item": votes_per_item,
-        "job": job,
-        "items": {
-            "waiting": sum(1 for n in per_item if n == 0),
-            "in_progress": sum(1 for n in per_item if 0 < n < votes_per_item),
-            "done": sum(1 for n in per_item if n >= votes_per_item),
-        },
-        "votes": sum(1 for row in votes if not row[1]),
-        "attention_votes": sum(1 for row in votes if row[1]),
-        "annotators": [annotators[name] for name in sorted(annotators)],
-    }
-
-
-def export_votes(
-    db: Database,
-    *,
-    job: str | None = None,
-    include_attention: bool = False,
-    min_attention_accuracy: float | None = None,
-) -> list[dict[str, Any]]:
-    """Votes as crowd-kit rows ``{"task", "worker", "label"}``, oldest first.
-
-    ``min_attention_accuracy``: leave out every vote of annotators whose attention-check
-    accuracy is below it (DREAM F.2 accepts only annotators who pass all checks: 1.0).
-    Annotators who saw no check are kept. The filter looks only at attention items, never
-    at the votes being aggregated.
-    """
-    _prepare(db)
-    statement = select(ReviewVoteRow).order_by(ReviewVoteRow.created_at, ReviewVoteRow.id)
-    if job is not None:
-        statement = statement.where(ReviewVoteRow.job == job)
-    with db.session() as session:
-        rows = session.scalars(statement).all()
-    rejected: set[str] = set()
-    if min_attention_accuracy is not None:
-        for entry in review_stats(db, job=job)["annotators"]:
-            accuracy = entry["attention_accuracy"]
-            if accuracy is not None and accuracy < min_attention_accuracy:
-                rejected.add(entry["annotator"])
-    return [
-        {"task": row.item_key, "worker": row.annotator, "label": row.label, "job": row.job}
-        for row in rows
-        if (include_attention or not row.is_attention) and row.annotator not in rejected
-    ]
