@@ -27,8 +27,10 @@ def coverage_markdown(report: dict[str, Any]) -> str:
         label = condition["condition"]
         if "tune" in condition:
             metrics = condition["tune"]["metrics"]
+            taught = metrics.get("teaching", {}).get("phrasings_added", 0)
             label += (
-                f" (AUROC {metrics['before']['auroc']:.3f}→{metrics['after']['auroc']:.3f}, "
+                f" (+{taught} phrasings taught, AUROC {metrics['before']['auroc']:.3f}"
+                f"→{metrics['after']['auroc']:.3f}, "
                 f"tune {condition['tune']['seconds']:.0f} s)"
             )
         for row in condition["rows"]:
