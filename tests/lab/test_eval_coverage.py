@@ -14,7 +14,8 @@ from tribunal_lab.evaluation._coverage_domains import (
     intent_answer,
     with_phrasings,
 )
-from tribunal_lab.evaluation._coverage_report import required_risk_queries
+from tribunal_lab.evaluation._coverage_report import coverage_markdown, required_risk_queries
+from tribunal_lab.evaluation.coverage import CONDITIONS
 
 
 def _write(path: Path, rows: list[dict[str, str]]) -> None:
@@ -81,3 +82,48 @@ def test_required_queries_is_the_first_n_whose_bound_reaches_alpha() -> None:
     before = round(0.5 * (n - 1))
     assert clopper_pearson_upper(round(0.04 * before), before, 0.1) > 0.1
     assert required_risk_queries(0.12, 0.5, 0.1, 0.1) is None
+
+
+def test_the_report_says_what_the_tune_taught() -> None:
+    assert CONDITIONS == ("one", "phrased", "taught", "tuned")
+    row = {
+        "method": "ltt",
+        "alpha": 0.1,
+        "certified": True,
+        "upper_bound": 0.09,
+        "threshold": 0.9,
+        "coverage": 0.5,
+        "accepted": 10,
+        "n": 20,
+        "test": {
+            "hallucination": 0.05,
+            "wrong": 1,
+            "answered": 20,
+            "answered_share": 0.4,
+            "coverage": 0.38,
+        },
+    }
+    metrics = {
+        "before": {"auroc": 0.9},
+        "after": {"auroc": 0.92},
+        "teaching": {"phrasings_added": 546},
+    }
+    report = {
+        "domain": "d",
+        "traffic_queries": 50,
+        "test_queries": 50,
+        "test_answerable": 50,
+        "conditions": [
+            {
+                "condition": "taught",
+                "tune": {"metrics": metrics, "seconds": 12.0},
+                "calibration_queries": 20,
+                "rows": [row],
+            }
+        ],
+    }
+    table = coverage_markdown(report)
+    assert "| taught (+546 phrasings taught, AUROC 0.900→0.920, tune 12 s) | 20 | ltt | 0.1 |" in (
+        table
+    )
+    assert "0.090 (λ=0.900) | 0.500 (10/20) | 0.400 | 0.050 (1/20) | 0.380 |" in table
