@@ -1,6 +1,7 @@
 """``tribunal tune``'s teaching written to a real KB (tiny profile, MiniLM retrieval): each
 train query a proposed and approved phrasing link, one audited change per entry naming
-its links, the changed entries signed by the KB writer, retrieval finding them through
+its links, the changed entries signed by the KB writer, a link a reviewer rejected left
+rejected, retrieval finding them through
 the taught phrasing; head and held-out queries never written."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tribunal.commands._teaching import write_teaching
+from tribunal.commands._teaching import rejected_links, write_teaching
 from tribunal.confidence import LabelledQuery, Traffic
 from tribunal.core import load_settings
 from tribunal.core.storage import Database
@@ -56,14 +57,24 @@ def test_teaching_writes_audited_signed_phrasings_of_train_queries_only(tmp_path
     assert plan.added == (("card", ROWS[0][0]), ("pin", ROWS[1][0]))
     assert plan.skipped["duplicate"] == 1
 
+    # A reviewer rejected one of these query–entry links before: it stays rejected.
+    db = Database(settings.database_url)
+    db.create_schema()
+    review = PhrasingLinks(db, max_query_chars=2000)
+    refused, _ = review.add("rita", collection="bank", entry_id="pin", query=ROWS[1][0])
+    review.reject("rita", refused.id, "a code is not a PIN here")
+    # The tune leaves it out of its plan (what it fits on); the write keeps it rejected
+    # all the same.
+    assert rejected_links(settings, "bank") == {("pin", "swap the four digit code")}
+
     written = write_teaching(settings, "bank", plan, actor="tribunal-tune (test)")
-    assert (written["links"], written["entries"]) == (2, 2)
+    assert (written["links"], written["entries"], written["rejected_before"]) == (1, 2, 1)
 
     kb = KnowledgeBase.from_settings(settings, checker=None)
     try:
         stored = kb.collection("bank").entries(["card", "pin"])
         assert stored["card"].questions == (ROWS[0][0],)
-        assert stored["pin"].questions == (ROWS[1][0],)
+        assert stored["pin"].questions == ()
         every_phrasing = {t for e in stored.values() for t in e.phrasings()}
         assert not every_phrasing & {ROWS[4][0], ROWS[5][0]}
         assert kb.collection("bank").store.last_seq() == written["kb_version"]
@@ -77,21 +88,21 @@ def test_teaching_writes_audited_signed_phrasings_of_train_queries_only(tmp_path
     finally:
         kb.close()
 
-    db = Database(settings.database_url)
-    links = PhrasingLinks(db, max_query_chars=2000).links(collection="bank")
+    links = review.links(collection="bank")
     assert sorted((link.entry_id, link.query, link.status) for link in links) == [
         ("card", ROWS[0][0], "approved"),
-        ("pin", ROWS[1][0], "approved"),
+        ("pin", ROWS[1][0], "rejected"),
     ]
-    assert {(link.proposed_by, link.decided_by) for link in links} == {
-        ("tribunal-tune (test)", "tribunal-tune (test)")
-    }
+    card_link = next(link for link in links if link.entry_id == "card")
+    assert (card_link.proposed_by, card_link.decided_by) == (
+        "tribunal-tune (test)",
+        "tribunal-tune (test)",
+    )
     change = KbChangeLog(db).history("bank", entry_id="card")[-1]
     assert change.actor == "tribunal-tune (test)"
     assert change.after_sha256 == entry_sha256(stored["card"])
-    card_link = next(link for link in links if link.entry_id == "card")
     assert change.detail == {"phrasing_links": [card_link.id], "phrasings": [ROWS[0][0]]}
 
     # Teaching the same plan again changes nothing in the KB (the links exist already).
     again = write_teaching(settings, "bank", plan, actor="tribunal-tune (test)")
-    assert again["links"] == 0
+    assert (again["links"], again["rejected_before"]) == (0, 1)

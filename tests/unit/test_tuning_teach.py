@@ -61,7 +61,13 @@ def test_train_queries_teach_their_right_entries_and_nothing_else_does() -> None
         ("rate", "rate for euros"),
         ("pin", "card or pin, either"),
     )
-    assert plan.skipped == {"unanswerable": 2, "duplicate": 2, "too_long": 1, "over_limit": 0}
+    assert plan.skipped == {
+        "unanswerable": 2,
+        "duplicate": 2,
+        "too_long": 1,
+        "over_limit": 0,
+        "rejected": 0,
+    }
     assert plan.dropped == ()
     taught_texts = {text for _, text in plan.added}
     assert not taught_texts & {ROWS[i][0] for i in (*SPLIT.head, *SPLIT.heldout)}
@@ -76,6 +82,17 @@ def test_train_queries_teach_their_right_entries_and_nothing_else_does() -> None
         ("what is the exchange rate", "rate for euros"),
         ("how do I change my pin", "card or pin, either"),
     )
+    # A link a reviewer rejected is not taught again.
+    refused = plan_teaching(
+        traffic,
+        SPLIT,
+        ENTRIES,
+        max_question_chars=29,
+        max_questions_per_item=64,
+        rejected={("pin", "card or pin, either")},
+    )
+    assert refused.added == plan.added[:3]
+    assert refused.skipped["rejected"] == 1
     record = plan.record()
     assert (record["phrasings_added"], record["entries_taught"]) == (4, 3)
     assert record["added"][0] == {"entry": "card", "query_key": query_key("card still not here")}

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..core import Settings
     from ..tuning import TeachingPlan
 
-__all__ = ["tune_actor", "write_teaching"]
+__all__ = ["rejected_links", "tune_actor", "write_teaching"]
 
 
 def tune_actor() -> str:
@@ -25,11 +25,28 @@ def tune_actor() -> str:
     return f"tribunal-tune ({_actor()})"
 
 
+def rejected_links(settings: Settings, collection: str) -> set[tuple[str, str]]:
+    """``(entry id, normalised query)`` of the collection's links a reviewer rejected: the
+    tune does not teach them again."""
+    from ..core.storage import Database
+    from ..retrieval import PhrasingLinks
+    from ..tuning import normal_text
+
+    db = Database(settings.database_url)
+    db.create_schema()
+    links = PhrasingLinks(db, max_query_chars=settings.retrieval.max_question_chars)
+    return {
+        (link.entry_id, normal_text(link.query))
+        for link in links.links(collection=collection, status="rejected", limit=10_000_000)
+    }
+
+
 def write_teaching(
     settings: Settings, collection: str, plan: TeachingPlan, *, actor: str
 ) -> dict[str, Any]:
     """Propose and approve the plan's links (the KB writer signs the changed entries);
-    what was written (links, KB version, time). No match vectors are stored: the tune's
+    what was written (links approved, entries, links a reviewer had rejected before and
+    that stay so, KB version, time). No match vectors are stored: the tune's
     own matcher serves the collection next and embeds its entries at their first match.
 
     Raises:
@@ -46,7 +63,13 @@ def write_teaching(
     started = time.perf_counter()
     by_entry = plan.by_entry()
     if not by_entry:
-        return {"links": 0, "entries": 0, "kb_version": None, "seconds": 0.0}
+        return {
+            "links": 0,
+            "entries": 0,
+            "rejected_before": 0,
+            "kb_version": None,
+            "seconds": 0.0,
+        }
     db = Database(settings.database_url)
     db.create_schema()
     links = PhrasingLinks(db, max_query_chars=settings.retrieval.max_question_chars)
@@ -54,15 +77,18 @@ def write_teaching(
     kb = KnowledgeBase.from_settings(settings, signer=signer)
     version = 0
     approved = 0
+    rejected = 0
     try:
         writes = AuditedWrites(kb, open_change_log(settings))
         with tqdm(total=len(plan.added), desc=f"teaching {collection}", unit="phrasing") as bar:
             for entry_id, texts in by_entry.items():
-                ids = [
-                    links.add(actor, collection=collection, entry_id=entry_id, query=text)[0].id
+                found = [
+                    links.add(actor, collection=collection, entry_id=entry_id, query=text)[0]
                     for text in texts
                 ]
-                pending = [i for i in ids if links.get(i).status == "pending"]
+                # A link a reviewer rejected stays rejected; one approved before is done.
+                rejected += sum(1 for link in found if link.status == "rejected")
+                pending = [link.id for link in found if link.status == "pending"]
                 done = links.approve_entry(
                     actor, pending, writes, note="taught by tribunal tune from its train part"
                 )
@@ -74,6 +100,7 @@ def write_teaching(
     return {
         "links": approved,
         "entries": len(by_entry),
+        "rejected_before": rejected,
         "kb_version": version,
         "seconds": round(time.perf_counter() - started, 1),
     }

@@ -126,8 +126,9 @@ def _tune(args: argparse.Namespace) -> int:
     taught = outcome.metrics.get("teaching")
     if taught:
         print(
-            f"taught {taught['phrasings_added']} phrasings to {taught['entries_taught']} "
-            f"entries (skipped: {taught['skipped']}; KB version {taught.get('kb_version')})"
+            f"taught {taught['links']} phrasings to {taught['entries']} entries in "
+            f"{taught['seconds']:.0f} s (KB version {taught['kb_version']}; not taught: "
+            f"{taught['skipped']})"
         )
     print(
         f"held-out ({outcome.metrics['heldout_queries']} queries, "
@@ -171,7 +172,7 @@ def tune_collection(
         tune_matcher,
         tuned_root,
     )
-    from ._teaching import tune_actor, write_teaching
+    from ._teaching import rejected_links, tune_actor, write_teaching
 
     entries, content_version, size = _collection(settings, collection)
     served = MatchFeaturesArtifact.load(features_path(settings))
@@ -212,6 +213,7 @@ def tune_collection(
             max_question_chars=settings.retrieval.max_question_chars,
             max_questions_per_item=settings.retrieval.max_questions_per_item,
             embed=served_embedder.embed,
+            rejected=rejected_links(settings, collection),
         )
     with tempfile.TemporaryDirectory(dir=root, prefix=".work-") as work_dir:
         work = Path(work_dir)
@@ -236,11 +238,6 @@ def tune_collection(
                 k: v for k, v in teaching.items() if k not in {"added", "dropped"}
             }
             _, content_version, size = _collection(settings, collection)
-            print(
-                f"taught {written['links']} phrasings to {written['entries']} entries in "
-                f"{written['seconds']:.0f} s",
-                flush=True,
-            )
         staged = work / "artifact"
         outcome.model.save(str(staged / "model"))
         outcome.head.save(staged / "match-features.json")

@@ -26,7 +26,7 @@ rest are recorded as dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,7 +58,8 @@ class TeachingPlan:
     skipped: dict[str, int] = field(default_factory=dict)
     """Why train queries (or query–entry pairs) did not teach: ``unanswerable`` (no
     answer in the KB), ``duplicate`` (the entry has that phrasing, or the same text came
-    twice), ``too_long`` (over ``max_question_chars``), ``over_limit`` (the entry is full)."""
+    twice), ``too_long`` (over ``max_question_chars``), ``over_limit`` (the entry is full),
+    ``rejected`` (a reviewer rejected that query as a phrasing of that entry)."""
     dropped: tuple[tuple[str, str], ...] = ()
     """``(entry id, query)`` left out because the entry reached its phrasing limit."""
 
@@ -142,13 +143,15 @@ def plan_teaching(
     max_question_chars: int,
     max_questions_per_item: int,
     embed: Embed | None = None,
+    rejected: Collection[tuple[str, str]] = (),
 ) -> TeachingPlan:
     """The phrasings the split's train queries add (see the module docstring).
 
     Each answerable train query teaches each of its right entries that the KB holds,
     in traffic order. ``embed`` (texts -> vectors) picks the most diverse subset when
     an entry would pass ``max_questions_per_item``; without it the first ones in
-    traffic order are kept.
+    traffic order are kept. ``rejected``: ``(entry id, normalised query)`` pairs a
+    reviewer rejected as phrasing links; they are not taught.
 
     Raises:
         InvalidArgumentError: a limit below 1, a split row outside the traffic, or
@@ -165,7 +168,8 @@ def plan_teaching(
     known = [{normal_text(t) for t in texts} for texts in phrasings]
     # ``questions`` beside ``question``: the KB's limit counts the extra phrasings.
     room = [max(0, max_questions_per_item - (len(texts) - 1)) for texts in phrasings]
-    skipped = {"unanswerable": 0, "duplicate": 0, "too_long": 0, "over_limit": 0}
+    skipped = {"unanswerable": 0, "duplicate": 0, "too_long": 0, "over_limit": 0, "rejected": 0}
+    refused = set(rejected)
     candidates: dict[int, list[str]] = {}
     for row in split.train:
         query = traffic.queries[row]
@@ -180,6 +184,9 @@ def plan_teaching(
         for j in targets:
             if normal_text(text) in known[j]:
                 skipped["duplicate"] += 1
+                continue
+            if (entries.ids[j], normal_text(text)) in refused:
+                skipped["rejected"] += 1
                 continue
             known[j].add(normal_text(text))
             candidates.setdefault(j, []).append(text)
