@@ -22,13 +22,15 @@ from tests.unit.test_confidence_calibrate import BINDING, _traffic
 
 
 def _first_accepted_count(errors: int, accepted: int, alpha: float, level: float) -> int:
-    """The reference: a plain scalar scan, errors at today's rate rounded up."""
-    count = 1
-    while True:
+    """The reference: a plain scalar scan to 3,000 accepted, errors at today's rate rounded
+    up; one past the last count whose bound is above α."""
+    last_failure = 0
+    for count in range(1, 3001):
         wrong = math.ceil(errors * count / accepted)
-        if wrong < count and stats.beta.ppf(1 - level, wrong + 1, count - wrong) <= alpha:
-            return count
-        count += 1
+        if wrong >= count or stats.beta.ppf(1 - level, wrong + 1, count - wrong) > alpha:
+            last_failure = count
+    assert last_failure < 2500, "the reference's horizon is too short"
+    return last_failure + 1
 
 
 def test_no_error_needs_the_zero_error_count_scaled_by_coverage_and_split() -> None:
@@ -62,10 +64,13 @@ def test_the_best_threshold_is_the_point_needing_fewest_labelled_queries() -> No
         if e < 0.1 * a
     ]
     at_01 = queries_to_certify(**curve, **common, alpha=0.1, method="ltt")
-    assert at_01.certify_needed == min(needed) == 115  # 2 wrong of 52: bound 0.0991 ≤ 0.1
+    assert at_01.certify_needed == min(needed) == 144
+    # 2 wrong of 52 passes today (bound 0.0991 ≤ 0.1) only because 3 wrong would come at
+    # 53: at that rate the bound stays ≤ 0.1 from 65 accepted on, i.e. 144 certify queries.
     assert (at_01.accepted, at_01.errors) == (52, 2)
     assert at_01.bound == pytest.approx(stats.beta.ppf(0.9, 3, 50))
-    assert at_01.labelled_needed == 240 and at_01.more == 0  # reachable on today's count
+    assert at_01.labelled_needed == math.ceil(144 * 240 / 115) == 301
+    assert at_01.more == 61
     # ltt's and clopper-pearson's tests are the same binomial test.
     assert queries_to_certify(**curve, **common, alpha=0.1, method="clopper-pearson") == (
         at_01.__class__(**{**at_01.__dict__, "method": "clopper-pearson"})
@@ -79,7 +84,8 @@ def test_the_best_threshold_is_the_point_needing_fewest_labelled_queries() -> No
     )
     assert sgr.certify_needed == sgr_needed
     hb = queries_to_certify(**curve, **common, alpha=0.1, method="ltt-hb")
-    assert hb.certify_needed is not None and hb.certify_needed >= at_01.certify_needed
+    assert hb.certify_needed is not None
+    assert hb.certify_needed >= at_01.certify_needed
 
 
 def test_a_rate_above_alpha_everywhere_is_not_reachable_by_labelling_alone() -> None:
@@ -92,7 +98,8 @@ def test_a_rate_above_alpha_everywhere_is_not_reachable_by_labelling_alone() -> 
         delta=0.1,
         method="ltt",
     )
-    assert estimate.labelled_needed is None and estimate.more is None
+    assert estimate.labelled_needed is None
+    assert estimate.more is None
     assert not estimate.reachable
     lowest = min(stats.beta.ppf(0.9, 3, 8), stats.beta.ppf(0.9, 6, 15))
     assert estimate.bound == pytest.approx(lowest)  # 5 of 20: the lower of the two bounds

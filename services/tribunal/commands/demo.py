@@ -265,7 +265,8 @@ def _demo(args: argparse.Namespace) -> int:
     from ._calibration_check import require_calibration
     from ._steps import Steps
 
-    alpha, stricter = args.alpha, []
+    alpha: float | None = args.alpha
+    stricter: list[str] = []
     if alpha is None and args.plain_threshold is None:
         # The strictest α the calibrator certifies, and why no stricter one is: said once, now.
         alpha, stricter = strictest_alpha(_in_process_settings(args.profile, None))

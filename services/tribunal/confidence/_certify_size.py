@@ -9,13 +9,13 @@ which :func:`~tribunal.confidence.calibrate` records in the artifact.
 
 **The estimate.** At each point k of the curve (a_k accepted, e_k wrong, of n certify
 queries) keep today's error rate r_k = e_k / a_k and coverage c_k = a_k / n. If r_k < α,
-the fewest accepted queries A at which the method's bound after ⌈r_k·A⌉ errors (today's
-rate, never rounded in its favour) is ≤ α is found by scanning A upward (the first A that
-passes; the bound is not monotone in
-A because the errors are whole). The certify split then needs m_k = ⌈A · n / a_k⌉
-queries, and the collection ⌈m_k · N / n⌉ labelled queries in all, N / n being how many
-labelled queries it takes today to put one in the certify split. The estimate is the
-smallest over the curve's points (the *best threshold*).
+the fewest accepted queries A from which on the method's bound after ⌈r_k·A⌉ errors
+(today's rate, never rounded in its favour) stays ≤ α is found by scanning A upward (the
+bound is not monotone in A: it jumps each time the whole errors grow by one, so a count
+that passes only by the luck of the rounding is not taken). The certify split then needs
+m_k = ⌈A · n / a_k⌉ queries, and the collection ⌈m_k · N / n⌉ labelled queries in all,
+N / n being how many labelled queries it takes today to put one in the certify split.
+The estimate is the smallest over the curve's points (the *best threshold*).
 
 The bound per method: the one-sided (1 − δ) Clopper–Pearson bound (scipy's beta
 quantile) for ``clopper-pearson`` and ``ltt``; the same at δ / :data:`GRID_POINTS` for
@@ -145,16 +145,27 @@ def _bound(errors: int, accepted: int, delta: float, method: str) -> float:
 def _accepted_needed(
     taken: int, wrong: int, alpha: float, delta: float, method: str, *, first: int, last: int
 ) -> int | None:
-    """The first accepted count A in [first, last] whose test passes after ⌈A · wrong /
-    taken⌉ errors (today's rate, never rounded in its favour); None when none does."""
+    """The fewest accepted A ≥ ``first`` from which on the test passes after ⌈A · wrong /
+    taken⌉ errors (today's rate, never rounded in its favour); None when that is above
+    ``last``.
+
+    Each time the rounded-up errors grow by one the bound jumps up, so a first pass can be
+    followed by failures: the scan goes on until a whole period of that growth (⌈taken /
+    wrong⌉ + 1 counts) has passed after the last failure. Past it the worst count of each
+    period carries a rate closer to today's on more items, so its bound only falls.
+    """
+    period = 1 if wrong == 0 else -(-taken // wrong) + 1
+    failed = first - 1  # the last count that failed
     start = first
-    while start <= last:
-        stop = min(last, start + _CHUNK - 1)
+    while start <= last + period:
+        stop = start + _CHUNK - 1
         accepted = np.arange(start, stop + 1, dtype=np.int64)
         errors = -(-wrong * accepted // taken)  # ⌈e·A / a⌉, in integers
-        hits = np.flatnonzero(_passes(errors, accepted, alpha, delta, method))
-        if hits.size:
-            return int(accepted[hits[0]])
+        misses = np.flatnonzero(~_passes(errors, accepted, alpha, delta, method))
+        if misses.size:
+            failed = int(accepted[misses[-1]])
+        if stop - failed >= period:
+            return failed + 1 if failed + 1 <= last else None
         start = stop + 1
     return None
 
@@ -304,7 +315,13 @@ def not_certified_message(
         return f"{said}: its certify split accepted nothing"
     at = (
         f" (bound {estimate.bound:.3f} at the best threshold: {estimate.errors} wrong of "
-        f"{estimate.accepted} certify queries accepted)"
+        f"{estimate.accepted} certify queries accepted"
+        + (
+            ", a narrow pass that the risk control's planned test sequence did not reach"
+            if estimate.bound <= alpha
+            else ""
+        )
+        + ")"
     )
     if estimate.labelled_needed is None:
         return (
