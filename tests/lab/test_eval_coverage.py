@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tribunal.confidence import clopper_pearson_upper
+from tribunal.confidence import queries_to_certify
 from tribunal.kb import KbEntry
 from tribunal_lab.evaluation._coverage_domains import (
     banking77_domain,
     intent_answer,
     with_phrasings,
 )
-from tribunal_lab.evaluation._coverage_report import coverage_markdown, required_risk_queries
+from tribunal_lab.evaluation._coverage_report import coverage_markdown, queries_needed
 from tribunal_lab.evaluation.coverage import CONDITIONS
 
 
@@ -74,14 +74,35 @@ def test_with_phrasings_adds_each_query_to_every_entry_answering_it() -> None:
     assert added == 3
 
 
-def test_required_queries_is_the_first_n_whose_bound_reaches_alpha() -> None:
-    n = required_risk_queries(0.04, 0.5, 0.1, 0.1)
-    assert n is not None
-    accepted = round(0.5 * n)
-    assert clopper_pearson_upper(round(0.04 * accepted), accepted, 0.1) <= 0.1
-    before = round(0.5 * (n - 1))
-    assert clopper_pearson_upper(round(0.04 * before), before, 0.1) > 0.1
-    assert required_risk_queries(0.12, 0.5, 0.1, 0.1) is None
+def test_queries_needed_is_the_products_estimate_on_the_risk_curve() -> None:
+    row = {
+        "method": "ltt",
+        "alpha": 0.1,
+        "delta": 0.1,
+        "certified": False,
+        "calibration_split": {"fit": 20, "risk": 40, "holdout": 20},
+        "risk_curve": {"coverage": [0.25, 0.5, 1.0], "hallucination": [0.0, 0.05, 0.2]},
+    }
+    report = {"traffic_queries": 160, "conditions": [{"condition": "taught", "rows": [row]}]}
+    estimate = queries_to_certify(
+        [10, 20, 40],
+        [0, 1, 8],
+        certify_queries=40,
+        labelled_queries=160,
+        alpha=0.1,
+        delta=0.1,
+        method="ltt",
+    )
+    assert estimate.labelled_needed is not None
+    assert queries_needed(report) == {
+        "taught, ltt, alpha=0.1": f"~{estimate.certify_needed} certification queries (now 40), "
+        f"i.e. ~{estimate.labelled_needed} labelled queries in all (now 160; "
+        f"~{estimate.more} more)"
+    }
+    row["risk_curve"] = {"coverage": [0.5, 1.0], "hallucination": [0.15, 0.2]}
+    assert queries_needed(report) == {
+        "taught, ltt, alpha=0.1": "no point of the risk curve is below alpha"
+    }
 
 
 def test_the_report_says_what_the_tune_taught() -> None:
