@@ -148,6 +148,32 @@ def test_calibration_records_the_curve_and_says_what_would_certify(tmp_path: Pat
     assert strict["to_certify"] == expected.to_dict()
     message = artifact_not_certified(artifact, 0.001)
     assert message.startswith(f"alpha=0.001 is not certified on {len(traffic)} labelled queries")
-    if expected.more:
-        assert f"about {expected.labelled_needed} labelled queries in all" in message
+    # The synthetic certify split has a clean top (91 accepted, none wrong): reachable.
+    assert expected.more
+    assert f"about {expected.labelled_needed} labelled queries in all" in message
     assert f"- {message}." in calibration_markdown(result.report)
+
+
+def test_a_tunes_queries_count_towards_the_labelled_queries_needed() -> None:
+    traffic, observed = _traffic()
+    config = CalibrationConfig(alphas=(0.001,), delta=0.1, method="ltt")
+    labelled = 3 * len(traffic)  # a tune used two thirds of the labelled queries
+    result = calibrate(traffic, observed, config, BINDING, labelled_queries=labelled)
+    artifact = result.artifact
+    assert artifact.training_data["labelled_queries"] == labelled
+    curve, split = artifact.metrics["certify_curve"], artifact.training_data["split"]
+    expected = queries_to_certify(
+        curve["accepted"],
+        curve["errors"],
+        certify_queries=split["risk"],
+        labelled_queries=labelled,
+        alpha=0.001,
+        delta=0.1,
+        method="ltt",
+    )
+    assert result.report["per_alpha"][0]["to_certify"] == expected.to_dict()
+    message = artifact_not_certified(artifact, 0.001)
+    assert message.startswith(f"alpha=0.001 is not certified on {labelled} labelled queries")
+    # Without a tune nothing extra is recorded (the artifact's content stays as it was).
+    plain = calibrate(traffic, observed, config, BINDING, labelled_queries=len(traffic))
+    assert "labelled_queries" not in plain.artifact.training_data
