@@ -1,6 +1,7 @@
 """``tribunal tune`` on a small fixed-seed fixture with the real MiniLM: a few training
-steps, an artifact that records its split and verifies, a feature matcher that serves it
-under its version, and ``tribunal calibrate`` refusing the tune's fit queries.
+steps, an artifact that records its split and what it taught the KB and verifies, a
+feature matcher that serves it under its version, and ``tribunal calibrate`` refusing
+the tune's fit queries.
 
 Extended (minutes on 2 cores): ``pytest -m extended tests/integration/test_tune.py``."""
 
@@ -66,6 +67,8 @@ def test_tune_writes_a_bound_versioned_artifact_with_its_split(
     _env(monkeypatch, root, data)
     args = ["tune", "--collection", "covid", "--traffic", str(traffic), "--base", "embedder"]
     args += [
+        "--encoder-epochs",
+        "1",
         "--max-steps",
         "3",
         "--batch-size",
@@ -104,6 +107,21 @@ def test_tune_writes_a_bound_versioned_artifact_with_its_split(
     assert 0.5 < metrics["before"]["auroc"] <= 1.0
     assert 0.5 < metrics["after"]["auroc"] <= 1.0
     assert manifest["examples"]["query_triples"] >= 126
+    # The train part taught the KB: each taught query is a train query, none held out or
+    # from the head part, and the binding is the taught KB's.
+    teaching = manifest["teaching"]
+    taught_keys = {row["query_key"] for row in teaching["added"]}
+    assert teaching["phrasings_added"] == len(teaching["added"]) > 0
+    assert taught_keys <= set(split["fit_keys"])
+    assert not taught_keys & set(split["heldout_keys"])
+    kb = KnowledgeBase.from_settings(load_settings("tiny", data_dir=str(data)), checker=None)
+    try:
+        collection = kb.collection("covid")
+        assert manifest["binding"]["collection_version"] == collection.content_version()
+        stored = collection.store.iter_entries()
+        assert sum(len(e.questions) for e in stored) == teaching["phrasings_added"]
+    finally:
+        kb.close()
 
     # The feature matcher serves it for the collection, under the tune's version.
     settings = load_settings("tiny", data_dir=str(data), gateway={"collection": "covid"})

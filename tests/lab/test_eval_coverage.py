@@ -7,14 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tribunal.confidence import clopper_pearson_upper
+from tribunal.confidence import queries_to_certify
 from tribunal.kb import KbEntry
 from tribunal_lab.evaluation._coverage_domains import (
     banking77_domain,
     intent_answer,
     with_phrasings,
 )
-from tribunal_lab.evaluation._coverage_report import required_risk_queries
+from tribunal_lab.evaluation._coverage_report import coverage_markdown, queries_needed
+from tribunal_lab.evaluation.coverage import CONDITIONS
 
 
 def _write(path: Path, rows: list[dict[str, str]]) -> None:
@@ -73,11 +74,77 @@ def test_with_phrasings_adds_each_query_to_every_entry_answering_it() -> None:
     assert added == 3
 
 
-def test_required_queries_is_the_first_n_whose_bound_reaches_alpha() -> None:
-    n = required_risk_queries(0.04, 0.5, 0.1, 0.1)
-    assert n is not None
-    accepted = round(0.5 * n)
-    assert clopper_pearson_upper(round(0.04 * accepted), accepted, 0.1) <= 0.1
-    before = round(0.5 * (n - 1))
-    assert clopper_pearson_upper(round(0.04 * before), before, 0.1) > 0.1
-    assert required_risk_queries(0.12, 0.5, 0.1, 0.1) is None
+def test_queries_needed_is_the_products_estimate_on_the_risk_curve() -> None:
+    row = {
+        "method": "ltt",
+        "alpha": 0.1,
+        "delta": 0.1,
+        "certified": False,
+        "calibration_split": {"fit": 20, "risk": 40, "holdout": 20},
+        "risk_curve": {"coverage": [0.25, 0.5, 1.0], "hallucination": [0.0, 0.05, 0.2]},
+    }
+    report = {"traffic_queries": 160, "conditions": [{"condition": "taught", "rows": [row]}]}
+    estimate = queries_to_certify(
+        [10, 20, 40],
+        [0, 1, 8],
+        certify_queries=40,
+        labelled_queries=160,
+        alpha=0.1,
+        delta=0.1,
+        method="ltt",
+    )
+    assert estimate.labelled_needed is not None
+    assert queries_needed(report) == {
+        "taught, ltt, alpha=0.1": f"~{estimate.certify_needed} certification queries (now 40), "
+        f"i.e. ~{estimate.labelled_needed} labelled queries in all (now 160; "
+        f"~{estimate.more} more)"
+    }
+    row["risk_curve"] = {"coverage": [0.5, 1.0], "hallucination": [0.15, 0.2]}
+    assert queries_needed(report) == {
+        "taught, ltt, alpha=0.1": "no point of the risk curve is below alpha"
+    }
+
+
+def test_the_report_says_what_the_tune_taught() -> None:
+    assert CONDITIONS == ("one", "phrased", "taught", "tuned")
+    row = {
+        "method": "ltt",
+        "alpha": 0.1,
+        "certified": True,
+        "upper_bound": 0.09,
+        "threshold": 0.9,
+        "coverage": 0.5,
+        "accepted": 10,
+        "n": 20,
+        "test": {
+            "hallucination": 0.05,
+            "wrong": 1,
+            "answered": 20,
+            "answered_share": 0.4,
+            "coverage": 0.38,
+        },
+    }
+    metrics = {
+        "before": {"auroc": 0.9},
+        "after": {"auroc": 0.92},
+        "teaching": {"phrasings_added": 546},
+    }
+    report = {
+        "domain": "d",
+        "traffic_queries": 50,
+        "test_queries": 50,
+        "test_answerable": 50,
+        "conditions": [
+            {
+                "condition": "taught",
+                "tune": {"metrics": metrics, "seconds": 12.0},
+                "calibration_queries": 20,
+                "rows": [row],
+            }
+        ],
+    }
+    table = coverage_markdown(report)
+    assert "| taught (+546 phrasings taught, AUROC 0.900→0.920, tune 12 s) | 20 | ltt | 0.1 |" in (
+        table
+    )
+    assert "0.090 (λ=0.900) | 0.500 (10/20) | 0.400 | 0.050 (1/20) | 0.380 |" in table

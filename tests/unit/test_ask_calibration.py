@@ -1,6 +1,7 @@
 """`tribunal ask` and `tribunal demo` say, once and before any question runs, when the
-calibrator they answer with cannot accept anything (the shipped tiny calibrator certifies
-a threshold at α = 0.2 only, for two candidates per query and the shipped matcher)."""
+calibrator they answer with cannot accept anything, with how many labelled queries would
+certify the α asked (the shipped tiny calibrator certifies a threshold at α = 0.2 only, for
+two candidates per query and the shipped matcher)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ from pathlib import Path
 import pytest
 from tribunal.cli import main
 from tribunal.commands._calibration_check import check_calibration
+from tribunal.commands.demo import strictest_alpha
+from tribunal.confidence import (
+    CalibratorArtifact,
+    artifact_not_certified,
+    default_artifact_path,
+    queries_to_certify,
+)
 from tribunal.core import load_settings
 from tribunal.gateway import AnswerPipeline
 
@@ -50,6 +58,21 @@ def test_an_uncertified_alpha_stops_before_any_question(
     assert "ask at a certified alpha (--alpha 0.2)" in err
     assert "`tribunal calibrate --collection default --traffic LABELLED.jsonl`" in err
     assert "--plain-threshold P" in err
+    # With how many labelled queries would certify it, from the calibrator's certify split.
+    artifact = CalibratorArtifact.load(default_artifact_path(load_settings("tiny")))
+    curve, data = artifact.metrics["certify_curve"], artifact.training_data
+    estimate = queries_to_certify(
+        curve["accepted"],
+        curve["errors"],
+        certify_queries=data["split"]["risk"],
+        labelled_queries=data["queries"],
+        alpha=0.1,
+        delta=artifact.config["delta"],
+        method=artifact.config["method"],
+    )
+    assert estimate.labelled_needed is not None
+    assert err.count(f"alpha=0.1 is not certified on {data['queries']} labelled queries") == 1
+    assert f"about {estimate.labelled_needed} labelled queries in all" in err
     assert stage_loads == []  # no retrieval, no matching: nothing was loaded
     assert out.read_text() == ""
     # An α the calibrator has no row for at all, and one question: the same.
@@ -63,10 +86,26 @@ def test_the_demo_stops_before_ingesting_at_an_uncertified_alpha(
 ) -> None:
     data = SHARED / "data" / "covid-qa"
     assert main(["demo", "--alpha", "0.05", "--data", str(data)]) == 2
-    assert "certifies no threshold at alpha=0.05" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "certifies no threshold at alpha=0.05" in err
+    assert "alpha=0.05 is not certified on 240 labelled queries" in err
     settings = load_settings("tiny")
     assert not (settings.data_dir / "retrieval" / "covid-demo").exists()
     assert stage_loads == []
+
+
+def test_the_demo_serves_the_strictest_certified_alpha_and_says_why_no_stricter() -> None:
+    settings = load_settings("tiny")
+    artifact = CalibratorArtifact.load(default_artifact_path(settings))
+    alpha, notes = strictest_alpha(settings)
+    certified = [t.alpha for t in artifact.thresholds if t.certified]
+    assert alpha == min(certified)
+    stricter = sorted(t.alpha for t in artifact.thresholds if t.alpha < min(certified))
+    assert notes == [artifact_not_certified(artifact, a) for a in stricter]
+    for note, a in zip(notes, stricter, strict=True):
+        assert note.startswith(f"alpha={a:g} is not certified on 240 labelled queries")
+        assert "labelled queries in all" in note
+        assert "tribunal calibrate" in note
 
 
 def test_a_calibrator_for_another_candidate_count_or_matcher_is_reported() -> None:

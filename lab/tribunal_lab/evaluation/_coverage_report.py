@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["coverage_markdown", "queries_needed", "required_risk_queries"]
+__all__ = ["coverage_markdown", "queries_needed"]
 
 
 def _share(value: float | None) -> str:
@@ -27,8 +27,10 @@ def coverage_markdown(report: dict[str, Any]) -> str:
         label = condition["condition"]
         if "tune" in condition:
             metrics = condition["tune"]["metrics"]
+            taught = metrics.get("teaching", {}).get("phrasings_added", 0)
             label += (
-                f" (AUROC {metrics['before']['auroc']:.3f}→{metrics['after']['auroc']:.3f}, "
+                f" (+{taught} phrasings taught, AUROC {metrics['before']['auroc']:.3f}"
+                f"→{metrics['after']['auroc']:.3f}, "
                 f"tune {condition['tune']['seconds']:.0f} s)"
             )
         for row in condition["rows"]:
@@ -54,64 +56,38 @@ def coverage_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def required_risk_queries(
-    hallucination: float, coverage: float, alpha: float, delta: float, *, limit: int = 100_000
-) -> int | None:
-    """Fewest certification queries ``n`` at which accepting ``coverage·n`` of them with
-    ``hallucination`` of those wrong gives a Clopper–Pearson upper bound ≤ α at 1 − δ
-    (None: not below ``limit``, e.g. the observed rate is not below α)."""
-    from tribunal.confidence import clopper_pearson_upper
-
-    if hallucination >= alpha or coverage <= 0:
-        return None
-    n = 10
-    while n <= limit:
-        accepted = round(coverage * n)
-        if (
-            accepted
-            and clopper_pearson_upper(round(hallucination * accepted), accepted, delta) <= alpha
-        ):
-            # Walk back to the first n that qualifies (the bound is not monotone in n
-            # because of rounding; the first crossing is the answer).
-            low = max(10, n // 2)
-            for m in range(low, n + 1):
-                a = round(coverage * m)
-                if a and clopper_pearson_upper(round(hallucination * a), a, delta) <= alpha:
-                    return m
-            return n
-        n *= 2
-    return None
-
-
 def queries_needed(report: dict[str, Any]) -> dict[str, Any]:
     """Per α with no certificate in the last condition: the labelled queries the first
-    risk-control method would need, at the best point of its risk-split curve (the
-    lowest requirement over thresholds whose observed rate is below α), scaled from the
-    certification split to the whole traffic file. An estimate: the curve's rate is
-    measured on the same queries, and the fixed-sequence methods pay a little more."""
+    risk-control method would need (:func:`tribunal.confidence.queries_to_certify` on its
+    certify split's curve, scaled to the whole traffic file, the tune's queries included).
+    An estimate: the curve's rate is measured on the same queries."""
+    from tribunal.confidence import queries_to_certify
+
     last = report["conditions"][-1]
     out: dict[str, Any] = {}
     for row in last["rows"]:
         if row["certified"] or row["method"] != last["rows"][0]["method"]:
             continue
         curve = row["risk_curve"]
-        best: int | None = None
-        for coverage, rate in zip(curve["coverage"], curve["hallucination"], strict=True):
-            need = required_risk_queries(rate, coverage, row["alpha"], row["delta"])
-            if need is not None and (best is None or need < best):
-                best = need
-        split = row["calibration_split"]
-        risk = split["risk"]
-        total = sum(split.values())
-        file_share = risk / total * last["calibration_queries"] / report["traffic_queries"]
+        risk = row["calibration_split"]["risk"]
+        accepted = [round(c * risk) for c in curve["coverage"]]
+        errors = [round(h * a) for h, a in zip(curve["hallucination"], accepted, strict=True)]
+        estimate = queries_to_certify(
+            accepted,
+            errors,
+            certify_queries=risk,
+            labelled_queries=report["traffic_queries"],
+            alpha=row["alpha"],
+            delta=row["delta"],
+            method=row["method"],
+        )
         key = f"{last['condition']}, {row['method']}, alpha={row['alpha']:g}"
-        if best is None:
+        if estimate.labelled_needed is None:
             out[key] = "no point of the risk curve is below alpha"
         else:
-            queries = round(best / file_share)
             out[key] = (
-                f"~{best} certification queries (now {risk}), i.e. ~{queries} labelled "
-                f"queries in all (now {report['traffic_queries']}; "
-                f"~{max(0, queries - report['traffic_queries'])} more)"
+                f"~{estimate.certify_needed} certification queries (now {risk}), i.e. "
+                f"~{estimate.labelled_needed} labelled queries in all (now "
+                f"{report['traffic_queries']}; ~{estimate.more} more)"
             )
     return out

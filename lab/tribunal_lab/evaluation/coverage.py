@@ -1,13 +1,16 @@
 """Certified coverage before and after phrasings and tuning, realized on an untouched test split.
 
-For one domain (:mod:`._coverage_domains`: BANKING77 or the COVID FAQ), seeded, three
+For one domain (:mod:`._coverage_domains`: BANKING77 or the COVID FAQ), seeded, four
 conditions of one KB:
 
 - **one**: one phrasing per entry, the shipped matcher;
 - **phrased**: several phrasings per entry, the shipped matcher;
-- **tuned**: the phrased KB with ``tribunal tune`` run on the traffic (it fits on its
-  fit part); calibration then uses the tune's held-out part only, as ``tribunal
-  calibrate`` does.
+- **taught**: the phrased KB (COVID: the one-phrasing FAQ) with ``tribunal tune
+  --encoder-epochs 0`` run on the traffic: its train part's queries become phrasings
+  of their entries (approved phrasing links) and the matching head is refitted on its
+  head part; calibration then uses the tune's held-out part only, as ``tribunal
+  calibrate`` does;
+- **tuned**: the same with the encoder also fine-tuned (``--epochs``, default 1).
 
 Each step is the product's own code: ingestion into a collection of a fresh data
 directory, ``tribunal tune``'s :func:`~tribunal.commands.tune.tune_collection`,
@@ -43,7 +46,7 @@ from ._coverage_domains import CoverageDomain, LabelledRow
 __all__ = ["add_arguments", "run"]
 
 ALPHAS = (0.05, 0.1, 0.2)
-CONDITIONS = ("one", "phrased", "tuned")
+CONDITIONS = ("one", "phrased", "taught", "tuned")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--oos-share", type=float, default=0.1, help="covid: out-of-scope share (0.1)"
     )
     parser.add_argument("--conditions", nargs="+", choices=CONDITIONS, default=list(CONDITIONS))
-    parser.add_argument("--epochs", type=float, default=1.0, help="tribunal tune --epochs (1)")
+    parser.add_argument(
+        "--epochs",
+        type=float,
+        default=1.0,
+        help="tribunal tune --encoder-epochs of the tuned condition (1; taught: 0)",
+    )
     parser.add_argument(
         "--base", default=None, help="tribunal tune --base (default: the matcher's embedder)"
     )
@@ -230,6 +238,7 @@ def _tune(
         "seconds": round(time.perf_counter() - started, 1),
         "examples": outcome.examples,
         "metrics": outcome.metrics,
+        "encoder_epochs": config.epochs,
         "version": directory.name,
     }
     print(f"    tune took {record['tune']['seconds']:.0f} s: {outcome.metrics}", flush=True)
@@ -250,10 +259,12 @@ def _condition(
 
     traffic = read_traffic(_write_rows(work / "traffic.jsonl", domain.traffic))
     test = read_traffic(_write_rows(work / "test.jsonl", domain.test))
-    tune_config = TuneConfig(seed=args.seed, epochs=args.epochs)
+    tune_config = TuneConfig(seed=args.seed, epochs=args.epochs if name == "tuned" else 0.0)
     record: dict[str, Any] = {"condition": name}
     entries = domain.one
-    if name != "one":
+    if name in {"taught", "tuned"}:  # the tune itself teaches the KB from its train part
+        entries = domain.phrased if domain.phrased is not None else domain.one
+    elif name != "one":
         if domain.phrased is not None:
             entries = domain.phrased
         else:  # the tune's fit part becomes phrasings (reviewed links, approved)
@@ -265,7 +276,7 @@ def _condition(
             )
             entries, added = with_phrasings(domain.one, [domain.traffic[i] for i in split.fit])
             record["phrasings_added_from_fit_part"] = added
-    record["phrasings"] = sum(len(e.phrasings()) for e in entries)
+    record["phrasings"] = sum(len(e.phrasings()) for e in entries)  # before any teaching
     calibration, stored = work / "calibration.jsonl", work / "condition.json"
     if args.reuse and stored.is_file() and calibration.is_file():
         print(f"[{name}] reusing the recorded signals in {work}", flush=True)
@@ -283,7 +294,7 @@ def _condition(
             traffic = replace(
                 traffic, queries=tuple(q for i, q in enumerate(traffic.queries) if i in heldout)
             )
-        if name == "tuned":
+        if name in {"taught", "tuned"}:
             settings, traffic = _tune(
                 settings, name, traffic, tune_config, record=record, base=args.base
             )

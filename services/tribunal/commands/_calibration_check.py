@@ -38,7 +38,7 @@ def check_calibration(settings: Settings, collections: Sequence[str]) -> Calibra
     """Check the calibrator the in-process gateway trusts against the chosen α and the
     ``collections`` to be asked (their stores read, no model loaded). A collection that
     does not exist is left to the gateway, which refuses it by name."""
-    from ..confidence import CalibratorArtifact, default_artifact_path
+    from ..confidence import CalibratorArtifact, artifact_not_certified, default_artifact_path
 
     asked = tuple(dict.fromkeys(collections))
     if settings.confidence.plain_threshold is not None:
@@ -56,9 +56,8 @@ def check_calibration(settings: Settings, collections: Sequence[str]) -> Calibra
         fixes.append(f"calibrate on your labelled traffic: {_calibrate_command(asked[0])}")
         return CalibrationCheck(
             f"calibrator {artifact.version} certifies no threshold at alpha={alpha:g}: every "
-            "answer would fall back (NO_CERTIFIED_THRESHOLD), so no question is asked. Fix: "
-            + "; ".join(fixes)
-            + f"; {_PLAIN}",
+            "answer would fall back (NO_CERTIFIED_THRESHOLD), so no question is asked: "
+            f"{artifact_not_certified(artifact, alpha)}. Fix: " + "; ".join(fixes) + f"; {_PLAIN}",
             asked,
         )
     binding = artifact.binding

@@ -438,6 +438,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     traffic = read_traffic(_traffic_path(args, settings))
     if args.classes is not None:
         traffic = _with_classes(traffic, args.classes)
+    labelled = len(traffic)  # a tune's own queries count towards what certifying takes
     settings, traffic = _tuned_part(settings, args.collection, traffic)
     started = time.perf_counter()
     if args.from_signals is not None:
@@ -455,7 +456,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         )
     if args.signals_out is not None:
         _write_signals(args.signals_out, traffic, observed, binding)
-    result = calibrate(traffic, observed, config, binding, created=args.created)
+    result = calibrate(
+        traffic, observed, config, binding, created=args.created, labelled_queries=labelled
+    )
     output = args.output or _writable_default(settings, default_artifact_path(settings))
     result.artifact.save(output)
     report_dir = args.report or Path(".build/calibrate") / args.collection

@@ -56,8 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         type=float,
         default=None,
         help="target hallucination rate: accept at the calibrator's threshold certified for "
-        "it (default: the profile's confidence.alpha; with none certified the demo says so "
-        "and stops)",
+        "it (default: the strictest alpha the calibrator certifies, else the profile's "
+        "confidence.alpha; with none certified the demo says so and stops)",
     )
     parser.add_argument(
         "--plain-threshold",
@@ -117,6 +117,21 @@ def _certification(settings: Settings) -> str:
         f"upper bound on the hallucination rate {threshold.upper_bound:.3f}, "
         f"coverage {threshold.coverage:.1%} ({threshold.accepted}/{threshold.n}){heldout}"
     )
+
+
+def strictest_alpha(settings: Settings) -> tuple[float | None, list[str]]:
+    """The strictest α the trusted calibrator certifies (None: none), and for each
+    stricter α it was asked to certify, why it does not (with the labelled queries that
+    would certify it)."""
+    from ..confidence import CalibratorArtifact, artifact_not_certified, default_artifact_path
+
+    artifact = CalibratorArtifact.load(default_artifact_path(settings))
+    certified = [t.alpha for t in artifact.thresholds if t.threshold is not None]
+    if not certified:
+        return None, []
+    best = min(certified)
+    stricter = sorted(t.alpha for t in artifact.thresholds if t.alpha < best)
+    return best, [artifact_not_certified(artifact, alpha) for alpha in stricter]
 
 
 def _answer_classes() -> Any:
@@ -250,9 +265,18 @@ def _demo(args: argparse.Namespace) -> int:
     from ._calibration_check import require_calibration
     from ._steps import Steps
 
-    settings = _in_process_settings(args.profile, args.plain_threshold, args.alpha)
+    alpha: float | None = args.alpha
+    stricter: list[str] = []
+    if alpha is None and args.plain_threshold is None:
+        # The strictest α the calibrator certifies, and why no stricter one is: said once, now.
+        alpha, stricter = strictest_alpha(_in_process_settings(args.profile, None))
+    settings = _in_process_settings(args.profile, args.plain_threshold, alpha)
     # A calibrator that can accept nothing is said now, before anything loads.
     require_calibration(settings, [args.collection])
+    if alpha is not None and args.alpha is None:
+        print(f"serving at alpha={alpha:g}, the strictest alpha the calibrator certifies")
+    for line in stricter:
+        print(f"NOTE: {line}")
     classes = _answer_classes()
     questions = _questions(args.data, args.queries, args.seed)
     steps = Steps(3)

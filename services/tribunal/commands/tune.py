@@ -1,7 +1,11 @@
-"""``tribunal tune``: fine-tune a collection's matcher on the fit part of its labelled traffic.
+"""``tribunal tune``: teach a collection's KB and refit its matcher on the fit part of its
+labelled traffic.
 
-It writes ``DATA_DIR/tuned/<collection>/<version>/`` (the model, the matching head, a
-manifest with the split, the binding and the before/after AUROC) and points
+The train part's answerable queries become phrasings of the entries that answer them
+(proposed and approved phrasing links: an audited, signed KB change), the matching
+head is refitted on the head part, and, with ``--encoder-epochs`` > 0, the bi-encoder
+is fine-tuned first. It writes ``DATA_DIR/tuned/<collection>/<version>/`` (the model,
+the matching head, a manifest with the split, the binding and the before/after AUROC) and points
 ``DATA_DIR/tuned/<collection>/current`` at it; the feature matcher then serves it for
 that collection, and ``tribunal calibrate`` certifies on the held-out part only.
 """
@@ -28,11 +32,13 @@ __all__ = ["register", "tune_collection"]
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "tune",
-        help="fine-tune a collection's matcher on the fit part of its labelled traffic",
-        description="Split the labelled traffic (seeded, recorded), fine-tune the feature "
-        "matcher's bi-encoder contrastively on the fit part and the KB's phrasings, refit "
-        "its matching head, report AUROC before and after on the held-out part, and write "
-        "a versioned directory bound to the collection. `tribunal calibrate` then "
+        help="teach a collection's KB and refit its matcher on the fit part of its traffic",
+        description="Split the labelled traffic (seeded, recorded) into train / head / "
+        "held-out; add the train queries as phrasings of the entries that answer them (an "
+        "audited, signed KB change through approved phrasing links); optionally fine-tune "
+        "the feature matcher's bi-encoder on them (--encoder-epochs); refit its matching "
+        "head on the head queries; report AUROC before and after on the held-out part, and "
+        "write a versioned directory bound to the collection. `tribunal calibrate` then "
         "certifies on the held-out part only.",
     )
     parser.add_argument("--collection", required=True, help="the KB collection the traffic asks")
@@ -49,7 +55,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--heldout-fraction", type=float, default=0.3, help="(0.3)")
     parser.add_argument("--head-fraction", type=float, default=0.25, help="of the fit part (0.25)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and trainer (0)")
-    parser.add_argument("--epochs", type=float, default=1.0, help="(1)")
+    parser.add_argument(
+        "--encoder-epochs",
+        "--epochs",
+        dest="epochs",
+        type=float,
+        default=0.0,
+        help="epochs of the encoder's contrastive fine-tune; 0 skips it (0)",
+    )
+    parser.add_argument(
+        "--no-teach",
+        dest="teach",
+        action="store_false",
+        help="do not add the train queries to the KB's phrasings",
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="(32)")
     parser.add_argument("--learning-rate", type=float, default=2e-5, help="(2e-5)")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop after N steps (-1: epochs)")
@@ -91,6 +110,7 @@ def _tune(args: argparse.Namespace) -> int:
         head_fraction=args.head_fraction,
         seed=args.seed,
         epochs=args.epochs,
+        teach=args.teach,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
         max_steps=args.max_steps,
@@ -103,6 +123,13 @@ def _tune(args: argparse.Namespace) -> int:
         settings, args.collection, traffic, config, base=args.base, created=args.created
     )
     before, after = outcome.metrics["before"], outcome.metrics["after"]
+    taught = outcome.metrics.get("teaching")
+    if taught:
+        print(
+            f"taught {taught['links']} phrasings to {taught['entries']} entries in "
+            f"{taught['seconds']:.0f} s (KB version {taught['kb_version']}; not taught: "
+            f"{taught['skipped']})"
+        )
     print(
         f"held-out ({outcome.metrics['heldout_queries']} queries, "
         f"{outcome.metrics['heldout_pairs']} pairs): AUROC {before['auroc']:.3f} -> "
@@ -136,7 +163,16 @@ def tune_collection(
     from ..embedding._embedding import SentenceTransformerEmbedder
     from ..ensemble import MatchFeaturesArtifact
     from ..ensemble._feature_artifact import features_path
-    from ..tuning import TunedMatcher, config_record, tune_matcher, tuned_root
+    from ..tuning import (
+        TunedMatcher,
+        check_enough,
+        config_record,
+        plan_teaching,
+        split_for_tuning,
+        tune_matcher,
+        tuned_root,
+    )
+    from ._teaching import rejected_links, tune_actor, write_teaching
 
     entries, content_version, size = _collection(settings, collection)
     served = MatchFeaturesArtifact.load(features_path(settings))
@@ -160,6 +196,25 @@ def tune_collection(
 
     served_embedder = load_profile_embedder(settings, served.embedder.model_key)
     base_model = load_embedder(settings, base_key)
+    split = split_for_tuning(
+        traffic.queries,
+        heldout_fraction=config.heldout_fraction,
+        head_fraction=config.head_fraction,
+        seed=config.seed,
+    )
+    check_enough(traffic, split, entries, config)
+    plan = None
+    teaching: dict[str, Any] = {"phrasings_added": 0}
+    if config.teach:
+        plan = plan_teaching(
+            traffic,
+            split,
+            entries,
+            max_question_chars=settings.retrieval.max_question_chars,
+            max_questions_per_item=settings.retrieval.max_questions_per_item,
+            embed=served_embedder.embed,
+            rejected=rejected_links(settings, collection),
+        )
     with tempfile.TemporaryDirectory(dir=root, prefix=".work-") as work_dir:
         work = Path(work_dir)
         outcome = tune_matcher(
@@ -172,7 +227,17 @@ def tune_collection(
             config=config,
             work=work / "trainer",
             wrap=wrap,
+            split=split,
+            taught=plan.taught(entries) if plan is not None else None,
         )
+        if plan is not None:
+            # Written only once the tune succeeded; the binding below is the taught KB's.
+            written = write_teaching(settings, collection, plan, actor=tune_actor())
+            teaching = {**plan.record(), **written}
+            outcome.metrics["teaching"] = {
+                k: v for k, v in teaching.items() if k not in {"added", "dropped"}
+            }
+            _, content_version, size = _collection(settings, collection)
         staged = work / "artifact"
         outcome.model.save(str(staged / "model"))
         outcome.head.save(staged / "match-features.json")
@@ -192,6 +257,7 @@ def tune_collection(
             "split": outcome.split.record(traffic.queries),
             "config": config_record(config),
             "examples": outcome.examples,
+            "teaching": teaching,
             "metrics": outcome.metrics,
             "seconds": round(outcome.seconds, 1),
             "created": created or datetime.now(UTC).isoformat(timespec="seconds"),

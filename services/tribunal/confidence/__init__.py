@@ -19,7 +19,8 @@ Framework-free (no grpc, no ray): :mod:`.servicer` adapts it to gRPC and
   versioned artifact; :func:`evaluate_artifacts` — held-out report.
 - :func:`calibrate` — labelled traffic's candidate signals in, an artifact bound to
   the KB, matcher and embedder versions out (:class:`CalibrationBinding`), with a
-  held-out report (:mod:`._calibrate`).
+  held-out report (:mod:`._calibrate`); :func:`queries_to_certify` — how many labelled
+  queries would certify an α that is not (:mod:`._certify_size`).
 - :class:`AnswerClasses` — a KB's answer-equivalence classes (several entries can
   answer one query), built by a rule plus a review, rerunnable.
 - :class:`ConfidenceScorer` — what the service runs: signals → confidence,
@@ -32,6 +33,13 @@ from ._binding import CalibrationBinding, embedder_version
 from ._calibrate import CalibrationConfig, ObservedCandidate, calibrate
 from ._calibration_report import calibration_markdown, write_calibration_report
 from ._calibrators import CalibratorKind
+from ._certify_size import (
+    CertifyEstimate,
+    artifact_not_certified,
+    certify_curve,
+    not_certified_message,
+    queries_to_certify,
+)
 from ._clopper_pearson import select_risk_threshold
 from ._data import LabelledSignals, read_labelled_signals, split_rows, write_labelled_signals
 from ._evaluation import evaluate_artifacts, markdown_report
@@ -65,6 +73,7 @@ __all__ = [
     "CalibrationConfig",
     "CalibratorArtifact",
     "CalibratorKind",
+    "CertifyEstimate",
     "ClassRule",
     "ConfidenceScorer",
     "DebateOutcome",
@@ -80,10 +89,12 @@ __all__ = [
     "Signals",
     "ThresholdStatus",
     "Traffic",
+    "artifact_not_certified",
     "binomial_p_value",
     "calibrate",
     "calibration_markdown",
     "candidate_links",
+    "certify_curve",
     "clopper_pearson_upper",
     "default_artifact_path",
     "embedder_version",
@@ -95,6 +106,8 @@ __all__ = [
     "learn_then_test_threshold",
     "make_calibrator",
     "markdown_report",
+    "not_certified_message",
+    "queries_to_certify",
     "read_labelled_signals",
     "read_traffic",
     "select_risk_threshold",

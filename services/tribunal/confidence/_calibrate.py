@@ -35,6 +35,7 @@ from ..core.settings import CalibratorKind, ConfidenceSettings, RiskMethod
 from ._artifact import CalibratorArtifact
 from ._binding import CalibrationBinding
 from ._calibrators import Calibrator
+from ._certify_size import certify_curve, estimate_from_artifact
 from ._evaluation import calibration_metrics
 from ._kinds import CALIBRATORS, make_calibrator
 from ._risk_control import RISK_METHODS, select_threshold
@@ -251,8 +252,12 @@ def calibrate(
     binding: CalibrationBinding,
     *,
     created: str | None = None,
+    labelled_queries: int | None = None,
 ) -> CalibrationResult:
     """Fit, certify and report (see the module docstring).
+
+    ``labelled_queries``: the labelled queries ``traffic`` was drawn from, when a tune kept
+    some of them (recorded, so an α not certified can be told how many more would do).
 
     Raises:
         InvalidArgumentError: ``observed`` does not have one list per query, or a part
@@ -317,8 +322,12 @@ def calibrate(
         "fit_right_candidates": int(fit_labels.sum()),
         "weighted": traffic.weighted,
     }
+    if labelled_queries is not None and labelled_queries != len(traffic):
+        training_data = {**training_data, "labelled_queries": int(labelled_queries)}
     metrics: dict[str, Any] = {
         "risk_split": calibration_metrics(risk_right, risk_conf) if risk_right.size else {},
+        # What an α not certified would need (tribunal.confidence._certify_size).
+        "certify_curve": certify_curve(risk_conf, risk_right) if risk_right.size else {},
         "heldout": {
             "queries": int(split.holdout.size),
             "decided_right": int(held_right.sum()),
@@ -337,6 +346,16 @@ def calibrate(
         binding=binding,
         **extra,
     )
+    for item, threshold in zip(per_alpha, thresholds, strict=True):
+        if not threshold.certified:
+            estimate = estimate_from_artifact(
+                metrics,
+                training_data,
+                alpha=threshold.alpha,
+                delta=threshold.delta,
+                method=threshold.method,
+            )
+            item["to_certify"] = None if estimate is None else estimate.to_dict()
     report = {
         "artifact": {"version": artifact.version, "binding": binding.to_dict()},
         "config": config.to_dict(),

@@ -8,6 +8,7 @@ from typing import Any
 
 from ._artifact import json_ready
 from ._calibrate import CalibrationResult
+from ._certify_size import CertifyEstimate, not_certified_message
 
 __all__ = ["calibration_markdown", "write_calibration_report"]
 
@@ -47,6 +48,18 @@ def calibration_markdown(report: dict[str, Any]) -> str:
             f"| {held['coverage']:.3f} ({held['accepted']}/{held['n']}) "
             f"| {_share(held['hallucination_rate'])} ({held['errors']}/{held['accepted']}) |"
         )
+    missing = [item for item in report["per_alpha"] if item["threshold"] is None]
+    if missing:
+        lines.append("")
+        labelled = int(traffic.get("labelled_queries") or traffic["queries"])
+        for item in missing:
+            found = item.get("to_certify")
+            estimate = (
+                CertifyEstimate(**{k: v for k, v in found.items() if k != "more"})
+                if found
+                else None
+            )
+            lines.append(f"- {not_certified_message(item['alpha'], labelled, estimate)}.")
     metrics = report.get("heldout_metrics") or {}
     if metrics:
         lines += [

@@ -310,6 +310,59 @@ class PhrasingLinks:
             version = result.kb_version
         return self._decide(link.id, actor, "approved", note, version)
 
+    def approve_entry(
+        self, actor: str, link_ids: Sequence[str], writes: AuditedWrites, *, note: str = ""
+    ) -> list[PhrasingLink]:
+        """Approve several pending links of *one* entry in one audited KB change (one
+        upsert of the entry with every new phrasing; the change's detail names each link).
+        Phrasings the entry has already change nothing; their links are approved all the
+        same. Same errors as :meth:`approve`; all the links must name one entry."""
+        links = [self._pending(link_id) for link_id in link_ids]
+        if not links:
+            return []
+        targets = {(link.collection, link.entry_id) for link in links}
+        if len(targets) != 1:
+            raise InvalidArgumentError(
+                f"the links name {len(targets)} entries; approve one entry's links at a time",
+                field="links",
+            )
+        name, entry_id = targets.pop()
+        note = note.strip()[:_MAX_REASON_CHARS]
+        kb = writes.kb
+        if name not in kb.collection_names():
+            raise NotFoundError(f"collection {name!r} does not exist any more", field="collection")
+        collection = kb.collection(name)
+        entry = collection.entries([entry_id]).get(entry_id)
+        if entry is None:
+            raise NotFoundError(
+                f"entry {entry_id!r} is not in collection {name!r} (deleted or never there): "
+                "reject the links, or link the queries to another entry",
+                field="entry_id",
+            )
+        known = {normalised_query(text) for text in entry.phrasings()}
+        new: list[PhrasingLink] = []
+        for link in links:
+            key = normalised_query(link.query)
+            if key not in known:
+                known.add(key)
+                new.append(link)
+        if new:
+            updated = replace(entry, questions=(*entry.questions, *(link.query for link in new)))
+            result = writes.upsert(
+                actor,
+                name,
+                [updated],
+                detail={
+                    "phrasing_links": [link.id for link in new],
+                    "phrasings": [link.query for link in new],
+                },
+                expected_before={entry.id: entry_sha256(entry)},
+            )
+            version = result.kb_version
+        else:
+            version = collection.store.last_seq()
+        return [self._decide(link.id, actor, "approved", note, version) for link in links]
+
     def reject(self, actor: str, link_id: str, reason: str) -> PhrasingLink:
         """Mark a pending link rejected, with the reason (the KB is not changed).
 

@@ -1,8 +1,9 @@
 """Tuning a collection's matcher on its labelled traffic (``tribunal tune``).
 
-The matcher's bi-encoder is fine-tuned contrastively on the *fit* part of the
-traffic and the KB's phrasings; its matching head is refitted; the result is a
-versioned directory bound to the collection, which the feature matcher serves
+The *train* part of the traffic teaches the KB (its queries become phrasings of
+the entries that answer them, :mod:`._teach`); optionally the matcher's bi-encoder
+is fine-tuned contrastively on them; its matching head is refitted on the *head*
+part; the result is a versioned directory bound to the collection, which the feature matcher serves
 and ``tribunal calibrate`` certifies on the held-out part only (:mod:`._split`
 says why that keeps the certificate valid).
 
@@ -15,6 +16,7 @@ from ..ensemble import TUNED_FORMAT, TunedMatcher, current_tuned_dir, tuned_embe
 from ._certify import certifiable_traffic
 from ._pair_features import EntryTexts, PairFeatures, pair_features
 from ._split import TuneSplit, query_key, split_for_tuning
+from ._teach import TeachingPlan, normal_text, plan_teaching
 from ._tune import (
     TooLittleDataError,
     TuneConfig,
@@ -28,6 +30,7 @@ __all__ = [
     "TUNED_FORMAT",
     "EntryTexts",
     "PairFeatures",
+    "TeachingPlan",
     "TooLittleDataError",
     "TuneConfig",
     "TuneOutcome",
@@ -37,7 +40,9 @@ __all__ = [
     "check_enough",
     "config_record",
     "current_tuned_dir",
+    "normal_text",
     "pair_features",
+    "plan_teaching",
     "query_key",
     "split_for_tuning",
     "tune_matcher",

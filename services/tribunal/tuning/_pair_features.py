@@ -61,7 +61,7 @@ def pair_features(queries: Sequence[str], entries: EntryTexts, embedder: Embedde
     query_vectors = embedder.embed(list(queries), progress=True).astype(np.float64)
 
     def cosine(texts: Sequence[str]) -> NDArray[np.float64]:
-        vectors = embedder.embed(list(texts)).astype(np.float64)
+        vectors = embedder.embed(list(texts), progress=len(texts) >= 100).astype(np.float64)
         product: NDArray[np.float64] = query_vectors @ vectors.T
         return product
 

@@ -3,18 +3,21 @@
 1. :func:`~._split.split_for_tuning` cuts the traffic (seeded, recorded): train /
    head / held-out.
 2. Refuse data too small to help (:class:`TooLittleDataError`, with the numbers).
-3. Contrastive fine-tune of the matcher's bi-encoder with sentence-transformers'
-   ``MultipleNegativesRankingLoss`` on (query, right entry's question, hardest wrong
-   entry's question) triples from the train queries, plus (phrasing, phrasing)
-   pairs of entries that answer alike (two entries named together in one train
-   query's answers). The hard negative is the wrong entry the base model ranks
+3. Teaching (:mod:`._teach`, written to the KB by ``tribunal tune``): the train
+   queries become phrasings of their right entries; everything below matches
+   against the taught KB.
+4. Optional (``epochs`` > 0): contrastive fine-tune of the matcher's bi-encoder with
+   sentence-transformers' ``MultipleNegativesRankingLoss`` on (query, right entry's
+   question, hardest wrong entry's question) triples from the train queries, plus
+   (phrasing, phrasing) pairs of entries that answer alike (two entries named
+   together in one train query's answers). The hard negative is the wrong entry the base model ranks
    highest: the confusion the tune must undo. The library's trainer runs the loop
    (progress with rate and ETA).
-4. The matching head — the feature matcher's logistic regression over the tuned
+5. The matching head — the feature matcher's logistic regression over the tuned
    model's cosines and token-set ratio — is refitted on the head queries' pairs
    (each with its right entries and the tuned model's top wrong ones).
-5. AUROC and top-1 accuracy before (the matcher served now) and after, on the
-   held-out queries, which nothing above touched.
+6. AUROC and top-1 accuracy before (the matcher served now, on the KB before
+   teaching) and after, on the held-out queries, which nothing above touched.
 """
 
 from __future__ import annotations
@@ -58,7 +61,11 @@ class TuneConfig:
     """Share of the fit queries that fit the matching head, not the encoder."""
     seed: int = 0
     """Seed of the split and of the trainer."""
-    epochs: float = 1.0
+    epochs: float = 0.0
+    """Epochs of the encoder's contrastive fine-tune; 0 skips it (the served embedder
+    stays as it is, the head is refitted on the taught KB)."""
+    teach: bool = True
+    """Add the train queries to their entries' phrasings (:mod:`._teach`)."""
     batch_size: int = 32
     learning_rate: float = 2e-5
     warmup_ratio: float = 0.1
@@ -76,9 +83,11 @@ class TuneConfig:
             value = getattr(self, name)
             if not 0.0 < value < 1.0:
                 raise InvalidArgumentError(f"{name} must be in (0, 1), got {value}", field=name)
-        if not (self.epochs > 0 and self.batch_size >= 2 and self.learning_rate > 0):
+        if not (self.epochs >= 0 and self.batch_size >= 2 and self.learning_rate > 0):
             raise InvalidArgumentError(
-                "epochs and learning rate must be > 0 and batch size >= 2", field="tune"
+                "epochs must be >= 0 (0: no encoder fine-tune), learning rate > 0 and "
+                "batch size >= 2",
+                field="tune",
             )
 
 
@@ -325,36 +334,55 @@ def tune_matcher(
     config: TuneConfig,
     work: Path,
     wrap: Any,
+    split: TuneSplit | None = None,
+    taught: EntryTexts | None = None,
 ) -> TuneOutcome:
     """Split, check, train, fit the head, measure (see the module docstring).
 
     ``base_model`` is trained in place; ``wrap(model)`` turns it into an
     :class:`~tribunal.retrieval.Embedder`. ``served_head`` with ``served_embedder``
-    is the matcher served now, the "before" of the report.
+    is the matcher served now, the "before" of the report (on ``entries``). ``split``:
+    the split already made (default: made here); ``taught``: the entries once the
+    teaching plan is written (default: ``entries``), which the encoder, the head and
+    the "after" see.
 
     Raises:
         TooLittleDataError: see :func:`check_enough`.
     """
     started = time.perf_counter()
-    split = split_for_tuning(
-        traffic.queries,
-        heldout_fraction=config.heldout_fraction,
-        head_fraction=config.head_fraction,
-        seed=config.seed,
-    )
+    if split is None:
+        split = split_for_tuning(
+            traffic.queries,
+            heldout_fraction=config.heldout_fraction,
+            head_fraction=config.head_fraction,
+            seed=config.seed,
+        )
     check_enough(traffic, split, entries, config)
-    columns, examples = _examples(traffic, split, entries, base_embedder, config.seed)
-    print(
-        f"tune: {len(split.train)} train / {len(split.head)} head / {len(split.heldout)} held-out "
-        f"queries; {examples['query_triples']} query triples + {examples['phrasing_pairs']} "
-        f"phrasing pairs + {examples['answer_pairs']} answer pairs"
-    )
     heldout_queries = [traffic.queries[i].query for i in split.heldout]
     heldout_right = _answer_matrix(traffic, split.heldout, entries)
     before_features = pair_features(heldout_queries, entries, served_embedder)
+    entries = taught or entries
+    examples = {"query_triples": 0, "phrasing_pairs": 0, "answer_pairs": 0}
+    if config.epochs > 0:
+        columns, examples = _examples(traffic, split, entries, base_embedder, config.seed)
+        print(
+            f"tune: {len(split.train)} train / {len(split.head)} head / {len(split.heldout)} "
+            f"held-out queries; {examples['query_triples']} query triples + "
+            f"{examples['phrasing_pairs']} phrasing pairs + {examples['answer_pairs']} answer "
+            "pairs",
+            flush=True,
+        )
+        _train(base_model, columns, config, work)
+    else:
+        print(
+            f"tune: {len(split.train)} train / {len(split.head)} head / {len(split.heldout)} "
+            "held-out queries; no encoder fine-tune (epochs 0): refitting the head",
+            flush=True,
+        )
+    from ..embedding import CachingEmbedder
 
-    _train(base_model, columns, config, work)
-    tuned = wrap(base_model)
+    # The head's and the "after" features embed the same entry texts: once is enough.
+    tuned = CachingEmbedder(wrap(base_model), max_texts=200_000)
 
     head_queries = [traffic.queries[i].query for i in split.head]
     head_features = pair_features(head_queries, entries, tuned)
