@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 from tribunal.core.storage import Database, EscalationRecord
@@ -105,3 +111,22 @@ def seed_escalations(db: Database, count: int) -> list[str]:
 def write_attention(path: Path, items: list[dict[str, object]] = ATTENTION) -> Path:
     path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
     return path
+
+
+@contextlib.contextmanager
+def serving(server: Any, sock: socket.socket) -> Iterator[int]:
+    """Run a review page's uvicorn ``server`` on ``sock`` in a thread until the block ends;
+    yields the port once the server has started."""
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive(), "the review server exited during start-up"
+        assert time.monotonic() < deadline, "the review server did not start in 20 s"
+        time.sleep(0.05)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -35,6 +33,7 @@ from tests.integration._review_items import (
     ATTENTION,
     ESCALATIONS,
     seed_escalations,
+    serving,
     write_attention,
 )
 
@@ -72,19 +71,10 @@ def site(database_url: str, tmp_path: Path) -> Iterator[Site]:
     key = AnnotatorRegistry(db).add("rita")
     server, sock = review_server(queue, host="127.0.0.1", port=0)
     port = sock.getsockname()[1]
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the review server exited during start-up"
-        assert time.monotonic() < deadline, "the review server did not start in 20 s"
-        time.sleep(0.05)
     try:
-        yield Site(f"http://127.0.0.1:{port}", db, escalations, key)
+        with serving(server, sock):
+            yield Site(f"http://127.0.0.1:{port}", db, escalations, key)
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
         db.close()
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from tribunal.jobs._review_pick import search_stored
 from tribunal.jobs._review_web import review_server
 from tribunal.retrieval import PhrasingLinks
 
+from tests.integration._review_items import serving
 from tests.integration.test_review_security import Site, _call
 
 QUESTIONS = {
@@ -51,19 +50,8 @@ def _serving(db: Database, queue: ReviewQueue) -> Iterator[Site]:
         questions=lambda _c, ids: {i: QUESTIONS[i] for i in ids if i in QUESTIONS},
         search=_search,
     )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the review server exited during start-up"
-        assert time.monotonic() < deadline, "the review server did not start in 20 s"
-        time.sleep(0.05)
-    try:
-        yield Site(sock.getsockname()[1], db, [], annotators)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serving(server, sock) as port:
+        yield Site(port, db, [], annotators)
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ as pending under the signed-in annotator, and only an Answer decision can be lin
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +13,7 @@ from tribunal.jobs._review_annotators import AnnotatorRegistry
 from tribunal.jobs._review_web import review_server
 from tribunal.retrieval import PhrasingLinks
 
+from tests.integration._review_items import serving
 from tests.integration.test_review_security import Site, _call
 
 pytestmark = pytest.mark.security
@@ -35,19 +34,10 @@ def site(database_url: str) -> Iterator[Site]:
         links=links,
         questions=lambda _collection, ids: {i: questions[i] for i in ids if i in questions},
     )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the review server exited during start-up"
-        assert time.monotonic() < deadline, "the review server did not start in 20 s"
-        time.sleep(0.05)
     try:
-        yield Site(sock.getsockname()[1], db, [], annotators)
+        with serving(server, sock) as port:
+            yield Site(port, db, [], annotators)
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
         db.close()
 
 

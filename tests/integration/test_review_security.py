@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from tribunal.jobs._review_annotators import AnnotatorRegistry
 from tribunal.jobs._review_tables import ReviewAnnotatorRow, ReviewVoteRow
 from tribunal.jobs._review_web import CSRF_HEADER, SESSION_COOKIE, review_server
 
-from tests.integration._review_items import seed_escalations
+from tests.integration._review_items import seed_escalations, serving
 
 pytestmark = pytest.mark.security
 
@@ -46,19 +45,10 @@ def site(database_url: str) -> Iterator[Site]:
     queue = ReviewQueue(db, votes_per_item=3)
     annotators = AnnotatorRegistry(db)
     server, sock = review_server(queue, annotators=annotators, host="127.0.0.1", port=0)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the review server exited during start-up"
-        assert time.monotonic() < deadline, "the review server did not start in 20 s"
-        time.sleep(0.05)
     try:
-        yield Site(sock.getsockname()[1], db, escalations, annotators)
+        with serving(server, sock) as port:
+            yield Site(port, db, escalations, annotators)
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
         db.close()
 
 
