@@ -14,19 +14,11 @@ import pytest
 from tribunal.audit import AUDIT_REASON, audit_traffic
 from tribunal.cli import main
 from tribunal.commands.calibrate import _write_signals
-from tribunal.confidence import CalibrationBinding, ObservedCandidate, Signals, read_traffic
+from tribunal.confidence import ObservedCandidate, Signals, read_traffic
 from tribunal.core.storage import Database, DecisionRecord, EscalationRecord
 from tribunal.jobs import ReviewQueue
 
-BINDING = CalibrationBinding(
-    collection="faq",
-    collection_version="kb-0123456789abcdef",
-    entries=40,
-    matcher="features:mf-aaaaaaaaaaaa",
-    embedder="all-minilm-l6-v2@53aa51172d14",
-    profile="tiny",
-    candidates=2,
-)
+from tests.unit._confidence_data import BINDING
 
 
 def _store(

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from tribunal.confidence import DebateOutcome, LabelledSignals, Signals
+from tribunal.confidence import CalibrationBinding, DebateOutcome, LabelledSignals, Signals
+
+# A 40-entry FAQ collection with a feature matcher: what a certificate is bound to.
+BINDING = CalibrationBinding(
+    collection="faq",
+    collection_version="kb-0123456789abcdef",
+    entries=40,
+    matcher="features:mf-aaaaaaaaaaaa",
+    embedder="all-minilm-l6-v2@53aa51172d14",
+    profile="tiny",
+    candidates=2,
+)
 
 
 def synthetic_signals(n: int = 400, seed: int = 0) -> tuple[list[Signals], NDArray[np.int64]]:

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tribunal.confidence import (
-    CalibrationBinding,
     CalibrationConfig,
     CalibratorArtifact,
     ConfidenceScorer,
@@ -29,15 +28,7 @@ from tribunal.confidence._threshold import Decision
 from tribunal.confidence._traffic import split_traffic
 from tribunal.core import FailedPreconditionError, InvalidArgumentError
 
-BINDING = CalibrationBinding(
-    collection="faq",
-    collection_version="kb-0123456789abcdef",
-    entries=40,
-    matcher="features:mf-aaaaaaaaaaaa",
-    embedder="all-minilm-l6-v2@53aa51172d14",
-    profile="tiny",
-    candidates=2,
-)
+from tests.unit._confidence_data import BINDING
 
 
 def _traffic(n_groups: int = 120, per_group: int = 3, seed: int = 0) -> tuple[Traffic, list]:
