@@ -3,32 +3,60 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from . import __version__
-from .commands import ask as ask_commands
-from .commands import audit as audit_commands
-from .commands import calibrate as calibrate_commands
-from .commands import confidence as confidence_commands
-from .commands import config as config_commands
-from .commands import credentials as credentials_commands
-from .commands import demo as demo_commands
-from .commands import ensemble as ensemble_commands
-from .commands import kb as kb_commands
-from .commands import label as label_commands
-from .commands import models as models_commands
-from .commands import ops as ops_commands
-from .commands import review as review_commands
-from .commands import serve as serve_commands
-from .commands import tls as tls_commands
-from .commands import tune as tune_commands
 from .core import TribunalError, configure_logging, quiet_third_party
 
 __all__ = ["build_parser", "main"]
 
+# Command name → the module under ``tribunal.commands`` that registers it, in the order
+# ``--help`` lists them. A command's module imports its models' libraries (scikit-learn,
+# faiss, bm25s, SQLAlchemy: seconds of CPU each), so a run imports only the module of
+# the command it runs; ``--help`` and an unknown command import them all.
+COMMANDS: dict[str, str] = {
+    "models": "models",
+    "config": "config",
+    "serve": "serve",
+    "kb": "kb",
+    "confidence": "confidence",
+    "calibrate": "calibrate",
+    "answer-classes": "calibrate",
+    "tune": "tune",
+    "audit": "audit",
+    "demo": "demo",
+    "ask": "ask",
+    "ensemble": "ensemble",
+    "ops": "ops",
+    "label": "label",
+    "review": "review",
+    "credentials": "credentials",
+    "tls": "tls",
+}
+_VALUED_OPTIONS = frozenset({"--log-format", "--log-level"})
 
-def build_parser() -> argparse.ArgumentParser:
+
+def _command_modules(argv: Sequence[str] | None) -> list[ModuleType]:
+    """The command modules to register: the one ``argv`` names, else every one."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    chosen: str | None = None
+    for index, word in enumerate(words):
+        if word.startswith("-"):
+            continue
+        if index and words[index - 1] in _VALUED_OPTIONS:
+            continue
+        chosen = word
+        break
+    names = [COMMANDS[chosen]] if chosen in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    return [importlib.import_module(f".commands.{name}", __package__) for name in names]
+
+
+def build_parser(argv: Sequence[str] | None = ()) -> argparse.ArgumentParser:
+    """The parser; with ``argv`` naming a command, only that command is registered
+    (``()``, the default, registers every command)."""
     parser = argparse.ArgumentParser(
         prog="tribunal",
         description="Decide, with evidence, whether a text answers a question.",
@@ -44,20 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="also show the model libraries' warnings and progress bars (hidden by default)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for area in (models_commands, config_commands, serve_commands, kb_commands):
-        area.register(sub)
-    confidence_commands.register(sub)
-    calibrate_commands.register(sub)
-    tune_commands.register(sub)
-    audit_commands.register(sub)
-    demo_commands.register(sub)
-    ask_commands.register(sub)
-    ensemble_commands.register(sub)
-    ops_commands.register(sub)
-    label_commands.register(sub)
-    review_commands.register(sub)
-    credentials_commands.register(sub)
-    tls_commands.register(sub)
+    for module in _command_modules(argv):
+        module.register(sub)
     return parser
 
 
@@ -78,7 +94,7 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None, prog: str) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(build_parser(), argv, "tribunal")
+    return run(build_parser(sys.argv[1:] if argv is None else argv), argv, "tribunal")
 
 
 if __name__ == "__main__":

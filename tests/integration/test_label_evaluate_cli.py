@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tribunal.cli import main
 from tribunal.jobs import JobStore, ReviewQueue, export_votes
 
 from tests.conftest import REPO, SHARED
@@ -154,22 +155,25 @@ def test_evaluate_runs_then_tighten_with_reviews(tmp_path: Path) -> None:
     assert "evaluates other runs, qrels, depth or sample design" in other.stderr
 
 
-def test_bad_run_files_are_refused_with_the_place_to_fix(tmp_path: Path) -> None:
-    env = _env(tmp_path)
+def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run ``tribunal label`` in this process (bad input never reaches a model, so a
+    subprocess would only pay the start-up); the error it printed."""
+    assert main(["label", *args]) == 2
+    return capsys.readouterr().err
+
+
+def test_bad_run_files_are_refused_with_the_place_to_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "t.tsv").write_text("1\tq\n")
     (tmp_path / "c.tsv").write_text("d1\tpassage\n")
     common = ["--topics", str(tmp_path / "t.tsv"), "--corpus", str(tmp_path / "c.tsv"),
               "--job", "bad", "--budget", "2"]  # fmt: skip
-    missing = _cli(env, "evaluate", "--runs", str(tmp_path / "nope.trec"), *common)
-    assert missing.returncode == 2
-    assert "nope.trec does not exist" in missing.stderr
+    missing = _refused(capsys, "evaluate", "--runs", str(tmp_path / "nope.trec"), *common)
+    assert "nope.trec does not exist" in missing
     bad = tmp_path / "bad.trec"
     bad.write_text("1 Q0 d1 1 3.5 run\n1 Q0 d2 2 run\n")
-    malformed = _cli(env, "evaluate", "--runs", str(bad), *common)
-    assert malformed.returncode == 2
-    assert f"{bad}:2: a run line is `qid Q0 docid rank score tag` (6 columns), got 5" in (
-        malformed.stderr
-    )
-    budget = _cli(env, "evaluate", "--runs", str(bad), *common[:-1], "1")
-    assert budget.returncode == 2
-    assert "--budget must be >= 2" in budget.stderr
+    malformed = _refused(capsys, "evaluate", "--runs", str(bad), *common)
+    assert f"{bad}:2: a run line is `qid Q0 docid rank score tag` (6 columns), got 5" in malformed
+    budget = _refused(capsys, "evaluate", "--runs", str(bad), *common[:-1], "1")
+    assert "--budget must be >= 2" in budget

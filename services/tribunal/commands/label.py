@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import InvalidArgumentError, Settings
-from ..gateway import LabelMode
+from ..core.settings import LABEL_MODES
 from . import _label_estimate, _label_evaluate, _label_plan, _label_status
 from ._label_common import input_spec, job_store, label_settings, relevance_version
 from ._label_runner import run_label_job
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--limit", type=int, default=None, help="only the first N input items")
     run.add_argument(
         "--mode",
-        choices=[mode.value for mode in LabelMode],
+        choices=LABEL_MODES,
         default=None,
         help="judges then debate when unsure (cascade), DREAM on every item (debate), or "
         "the judges alone (judge); default: gateway.label_mode (judge in the tiny profile)",

@@ -32,9 +32,6 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
-from sklearn.isotonic import IsotonicRegression
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 
 from ..core import FailedPreconditionError, InvalidArgumentError
 from ..core.settings import CalibratorKind
@@ -168,6 +165,11 @@ class PlattCalibrator(Calibrator):
         self.fit_rows_ = len(signals)
         space = FeatureSpace.fit(signals)
         features = space.transform(signals)
+        # scikit-learn only where a calibrator is fitted: serving one never needs it, and
+        # its import costs every process seconds of CPU.
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.preprocessing import StandardScaler
+
         scaler = StandardScaler().fit(features)
         model = LogisticRegression(C=self.C, max_iter=self.max_iter)
         model.fit(scaler.transform(features), y)
@@ -270,6 +272,8 @@ class IsotonicCalibrator(_OneScore):
         y = _training_labels(labels, len(signals))
         space = FeatureSpace.fit(signals)
         scores = self._scores(space, signals, "data")
+        from sklearn.isotonic import IsotonicRegression  # fitting only (see above)
+
         model = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
         model.fit(scores, y)
         self.space_ = space

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.model_selection import train_test_split
 
 from ..core import InvalidArgumentError, NotFoundError, jsonl_rows
 from ._signals import Signals
@@ -135,6 +134,8 @@ def split_rows(
     Raises:
         InvalidArgumentError: too few rows of a class to split.
     """
+    from sklearn.model_selection import train_test_split  # a fit-time need: see _calibrators
+
     rows = np.arange(labels.size)
     try:
         calibration, holdout = train_test_split(

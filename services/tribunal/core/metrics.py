@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn import metrics as skm
 
 __all__ = [
     "BinaryReport",
@@ -33,6 +33,14 @@ __all__ = [
     "hmr",
     "reliability_diagram",
 ]
+
+
+def _sklearn_metrics() -> Any:
+    """``sklearn.metrics``, imported on first use: serving processes import this module
+    but never compute a metric, and scikit-learn's import costs seconds of CPU."""
+    from sklearn import metrics
+
+    return metrics
 
 
 def _labels(y: ArrayLike) -> NDArray[np.int64]:
@@ -55,7 +63,7 @@ def _probabilities(p: ArrayLike, n: int) -> NDArray[np.float64]:
 
 def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Share of exact matches."""
-    return float(skm.accuracy_score(_labels(y_true), _labels(y_pred)))
+    return float(_sklearn_metrics().accuracy_score(_labels(y_true), _labels(y_pred)))
 
 
 def balanced_accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
@@ -84,13 +92,13 @@ def auroc(y_true: ArrayLike, p: ArrayLike) -> float:
     scores = _probabilities(p, truth.size)
     if np.unique(truth).size < 2:
         return float("nan")
-    return float(skm.roc_auc_score(truth, scores))
+    return float(_sklearn_metrics().roc_auc_score(truth, scores))
 
 
 def brier(y_true: ArrayLike, p: ArrayLike) -> float:
     """Mean squared error of the probabilities."""
     truth = _labels(y_true)
-    return float(skm.brier_score_loss(truth, _probabilities(p, truth.size)))
+    return float(_sklearn_metrics().brier_score_loss(truth, _probabilities(p, truth.size)))
 
 
 def expected_calibration_error(y_true: ArrayLike, p: ArrayLike, n_bins: int = 10) -> float:

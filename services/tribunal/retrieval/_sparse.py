@@ -13,6 +13,7 @@ BM25 matrix and answers every query with no match.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -22,19 +23,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import bm25s
 import numpy as np
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
 
 from ..core import RetrievalSettings
 from ._dense import UnitMatch
 
 __all__ = ["SparseIndex", "searchable_terms"]
 
-# bm25s sets its logger to DEBUG on import, which would put a line in the service log
-# at every index rebuild; its warnings still come through.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+@functools.cache
+def _bm25s() -> Any:
+    """``bm25s``, imported on first use: with numba it costs seconds of CPU, which every
+    ``tribunal`` command that never searches would pay at start."""
+    import bm25s
+
+    # bm25s sets its logger to DEBUG on import, which would put a line in the service
+    # log at every index rebuild; its warnings still come through.
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
+@functools.cache
+def _stopwords() -> frozenset[str]:
+    _bm25s()
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
 
 _local = threading.local()
 
@@ -44,7 +60,6 @@ _local = threading.local()
 # progress bars on every call, a cost paid by every short query. Tests check the two give
 # the same terms.
 _WORD = re.compile(r"(?u)\b\w\w+\b")
-_STOPWORDS = frozenset(STOPWORDS_EN)
 
 
 def searchable_terms(texts: Sequence[str]) -> list[list[str]]:
@@ -54,8 +69,9 @@ def searchable_terms(texts: Sequence[str]) -> list[list[str]]:
     if stemmer is None:  # a Stemmer is not safe to share between threads
         stemmer = _local.stemmer = Stemmer.Stemmer("english")
     terms: list[list[str]] = []
+    stopwords = _stopwords()
     for text in texts:
-        words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+        words = [w for w in _WORD.findall(text.lower()) if w not in stopwords]
         terms.append(stemmer.stemWords(words) if words else [])
     return terms
 
@@ -136,7 +152,7 @@ class SparseIndex:
             for row, entry_id in enumerate(self._row_entry):
                 self._rows_of_entry.setdefault(entry_id, []).append(row)
         if any(self._row_tokens):
-            retriever = bm25s.BM25(k1=self.settings.bm25_k1, b=self.settings.bm25_b)
+            retriever = _bm25s().BM25(k1=self.settings.bm25_k1, b=self.settings.bm25_b)
             # A row without terms has length 0: its (unused) scores divide 0 by 0.
             with np.errstate(invalid="ignore", divide="ignore"):
                 retriever.index(self._row_tokens, show_progress=False)
