@@ -51,11 +51,14 @@ samples of 10%) the model's expected overstatement of the ideal DCG by its tange
 Recall's divisor (the number of relevant documents) is linear in the labels, so its
 remainder is the ratio's alone, of either sign; in the same simulation the model's
 estimate of it moved R@100's mean error from −0.005–+0.011 to +0.035–+0.041 (5%
-samples), so R@k is left as it was. With the shipped judge on TREC DL 2019 the uniform
-design's nDCG@10 intervals cover 90.6% / 92.9% at 5% / 10% (docs/results/labelling.md). The expectation is a Monte Carlo mean over ``DRAWS`` draws from a fixed seed, so the
-estimate is a deterministic function of the sample; over other seeds the TREC DL 2019
-estimates above moved by a standard deviation of 0.0007–0.0013, against intervals
-0.1–0.3 wide.
+samples), so R@k is left as it was. With the shipped judge on TREC DL 2019 the
+uniform design's nDCG@10 intervals cover 90.6% / 92.9% at 5% / 10%
+(docs/results/labelling.md).
+
+The expectation is a Monte Carlo mean over ``DRAWS`` draws from a fixed seed, so the
+estimate is a deterministic function of the sample; over 8 other seeds the
+synthetic-judge estimates above moved by a standard deviation of 0.0007–0.0013, against
+intervals 0.1–0.3 wide.
 """
 
 from __future__ import annotations
