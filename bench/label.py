@@ -25,10 +25,12 @@ The items are split into rounds labelled by each path in turn (old, new, old, ..
 load on the shared machine hits both. The labels of the two paths are compared item by
 item.
 
-    .venv/bin/python bench/label.py [--items 400] [--rounds 4] [--out .build/bench/label.json]
+    .venv/bin/python bench/label.py [--items 400] [--rounds 4] [--paths new plan]
+        [--out .build/bench/label.json]
 
 Prints items/s of each path and the ratios new / old, plan / new (judge mode) and
-plan / plan-old.
+plan / plan-old, of the paths run (``--paths``, default all four; the one-at-a-time
+paths are the slow ones, so a measurement of the batched paths alone can leave them out).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from tribunal.jobs import JobStore, LabelItem, PipelineLabeller, read_jsonl, run
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 BATCH = 64
+PATHS = ("old", "new", "plan-old", "plan")
 
 
 def _limit(settings: Settings, items: list[LabelItem]) -> float:
@@ -68,12 +71,80 @@ def _job(store: JobStore, name: str, items: list[LabelItem], mode: str) -> None:
     store.add_items(name, items)
 
 
+def _report(
+    args: argparse.Namespace,
+    store: JobStore,
+    *,
+    paths: dict[str, dict[str, Any]],
+    limits: list[float],
+    load: list[tuple[float, float, float]],
+    count: int,
+) -> None:
+    """Prints the table and ratios of the paths run; writes them to ``args.out``."""
+    labels = {
+        name: {
+            row.item.item_id: row.result.label if row.result is not None else None
+            for number in range(1, args.rounds + 1)
+            for row in store.items(f"{name}-{number}")
+        }
+        for name in paths
+    }
+    limit = sum(limits) / len(limits)
+    rates = {name: count / path["seconds"] for name, path in paths.items()}
+    loads = ", ".join(f"{one:.1f}" for one, _, _ in load)
+    print(f"\n{count} TREC DL 2019 pairs per path (1-min load average: {loads}):")
+    print("| path | items/s | share of the limit |\n|---|---|---|")
+    for name, label in (
+        ("old", "old: one item at a time"),
+        ("new", "new: batched job"),
+        ("plan-old", "label run --plan, before: one item at a time"),
+        ("plan", "label run --plan, now: batched"),
+    ):
+        if name in rates:
+            print(f"| {label} | {rates[name]:.1f} | {rates[name] / limit:.0%} |")
+    print(
+        f"| limit: the judge's embedder alone, batched | {limit:.1f} | 100% |\n"
+        f"(limit before {limits[0]:.1f}, after {limits[1]:.1f} items/s)"
+    )
+    summary: dict[str, Any] = {
+        "items": count,
+        "rounds": args.rounds,
+        "paths": list(paths),
+        "items_per_s": rates,
+        "rounds_items_per_s": {name: path["rounds"] for name, path in paths.items()},
+        "limit_items_per_s": limits,
+        "load": load,
+    }
+    if "new" in rates:
+        summary["share_of_limit"] = rates["new"] / limit
+    for a, b, same_key, what in (
+        ("new", "old", "identical_labels", "identical labels"),
+        ("plan", "new", None, ""),
+        ("plan", "plan-old", "plan_same_routing", "the same routing"),
+    ):
+        if a not in rates or b not in rates:
+            continue
+        names = {"new": "judge mode (new)"}
+        line = f"{a} / {names.get(b, b)}: {rates[a] / rates[b]:.2f}x"
+        summary[f"{a}_over_{b}".replace("-", "_")] = rates[a] / rates[b]
+        if same_key is not None:
+            same = sum(labels[a][key] == labels[b].get(key) for key in labels[a])
+            summary[same_key] = same
+            line += f"; {what} on {same} of {len(labels[a])} items"
+        print(line)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=2))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--data", type=Path, default=SHARED / "dl19_judged_pairs.jsonl")
     parser.add_argument("--out", type=Path, default=Path(".build/bench/label.json"))
+    parser.add_argument(
+        "--paths", nargs="+", choices=PATHS, default=list(PATHS), help="the paths to run"
+    )
     args = parser.parse_args()
 
     items = read_jsonl(args.data, {"chunk": "passage", "query_id": "qid", "doc_id": "pid"})
@@ -111,30 +182,27 @@ def main() -> int:
         }
     )
     store = JobStore.from_url(settings.database_url)
-    paths: dict[str, Any] = {
-        "old": {
-            "labeller": PipelineLabeller(old_settings, "judge", concurrency=1),
-            "batch": 4,
-            "mode": "judge",
-        },
-        "new": {"labeller": PipelineLabeller(settings, "judge"), "batch": BATCH, "mode": "judge"},
-        "plan-old": {
-            # As the old judge path: no memory of recent texts, which would otherwise
-            # hand the next plan job every vector it needs.
-            "labeller": PipelineLabeller(
-                plan_settings.model_copy(update={"retrieval": old_settings.retrieval}),
-                "cascade",
-                concurrency=1,
-            ),
-            "batch": 4,
-            "mode": "cascade",
-        },
-        "plan": {
-            "labeller": PipelineLabeller(plan_settings, "cascade"),
-            "batch": BATCH,
-            "mode": "cascade",
-        },
+    plan_old_settings = plan_settings.model_copy(update={"retrieval": old_settings.retrieval})
+    every: dict[str, tuple[Settings, str, int, int | None]] = {
+        # (settings, mode, batch size, concurrency: None for the job's default)
+        "old": (old_settings, "judge", 4, 1),
+        "new": (settings, "judge", BATCH, None),
+        # As the old judge path: no memory of recent texts, which would otherwise hand the
+        # next plan job every vector it needs.
+        "plan-old": (plan_old_settings, "cascade", 4, 1),
+        "plan": (plan_settings, "cascade", BATCH, None),
     }
+    # Only the paths asked for get a labeller (each loads its embedder).
+    paths: dict[str, dict[str, Any]] = {}
+    for name in PATHS:
+        if name in args.paths:
+            path_settings, mode, batch, concurrency = every[name]
+            extra = {} if concurrency is None else {"concurrency": concurrency}
+            paths[name] = {
+                "labeller": PipelineLabeller(path_settings, mode, **extra),
+                "batch": batch,
+                "mode": mode,
+            }
     load = [os.getloadavg()]
     limits = [_limit(settings, items)]
     print(f"  limit: {limits[0]:.1f} items/s", flush=True)
@@ -155,63 +223,19 @@ def main() -> int:
                 )
                 path.setdefault("seconds", 0.0)
                 path["seconds"] += report.wall_seconds
+                path.setdefault("rounds", []).append(len(chunk) / report.wall_seconds)
                 print(
                     f"  round {number}: {name} {len(chunk) / report.wall_seconds:6.1f} items/s",
                     flush=True,
                 )
+            load.append(os.getloadavg())
     finally:
         for path in paths.values():
             path["labeller"].close()
     limits.append(_limit(settings, items))
     load.append(os.getloadavg())
 
-    labels = {
-        name: {
-            row.item.item_id: row.result.label if row.result is not None else None
-            for number in range(1, args.rounds + 1)
-            for row in store.items(f"{name}-{number}")
-        }
-        for name in paths
-    }
-    same = sum(labels["old"][key] == labels["new"].get(key) for key in labels["old"])
-    same_plan = sum(labels["plan"][key] == labels["plan-old"].get(key) for key in labels["plan"])
-    limit = sum(limits) / len(limits)
-    print(f"\n{len(items)} TREC DL 2019 pairs, judge mode (load {load[0]} -> {load[1]}):")
-    print("| path | items/s | share of the limit |\n|---|---|---|")
-    rates = {name: len(items) / path["seconds"] for name, path in paths.items()}
-    for name, label in (
-        ("old", "old: one item at a time"),
-        ("new", "new: batched job"),
-        ("plan-old", "label run --plan, before: one item at a time"),
-        ("plan", "label run --plan, now: batched"),
-    ):
-        print(f"| {label} | {rates[name]:.1f} | {rates[name] / limit:.0%} |")
-    print(
-        f"| limit: the judge's embedder alone, batched | {limit:.1f} | 100% |\n"
-        f"(limit before {limits[0]:.1f}, after {limits[1]:.1f} items/s)\n"
-        f"new / old: {rates['new'] / rates['old']:.1f}x; identical labels on {same} of "
-        f"{len(labels['old'])} items\n"
-        f"plan / judge mode (new): {rates['plan'] / rates['new']:.2f}x; plan / plan-old: "
-        f"{rates['plan'] / rates['plan-old']:.1f}x; plan and plan-old route the same on "
-        f"{same_plan} of {len(labels['plan'])} items"
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "items": len(items),
-                "items_per_s": rates,
-                "limit_items_per_s": limits,
-                "share_of_limit": rates["new"] / limit,
-                "identical_labels": same,
-                "plan_over_judge": rates["plan"] / rates["new"],
-                "plan_over_plan_old": rates["plan"] / rates["plan-old"],
-                "plan_same_routing": same_plan,
-                "load": load,
-            },
-            indent=2,
-        )
-    )
+    _report(args, store, paths=paths, limits=limits, load=load, count=len(items))
     store.close()
     return 0
 

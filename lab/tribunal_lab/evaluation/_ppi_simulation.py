@@ -92,6 +92,7 @@ def _tally(
             e = est.ppi[key]
             tally[f"{metric} cover"].append(e.low <= truth[key] <= e.high)
             tally[f"{metric} width"].append(e.high - e.low)
+            tally[f"{metric} error"].append(e.value - truth[key])
             if key in est.human_equivalent:
                 tally[f"{metric} equivalent"].append(est.human_equivalent[key])
             if uniform is not None:
@@ -165,6 +166,7 @@ def _row(
     truth: dict[tuple[str, str], float],
 ) -> dict[str, Any]:
     cover = np.array(tally[f"{metric} cover"]).reshape(-1, len(runs))
+    error = np.array(tally[f"{metric} error"]).reshape(-1, len(runs))
     return {
         "budget": budget,
         "human_labels": n,
@@ -173,6 +175,10 @@ def _row(
         "coverage": _mean(tally[f"{metric} cover"]),
         "coverage_by_run": {
             run: round(float(c), 3) for run, c in zip(runs, cover.mean(0), strict=True)
+        },
+        # The estimate's mean error per run (its bias over the samples).
+        "mean_error_by_run": {
+            run: round(float(e), 4) for run, e in zip(runs, error.mean(0), strict=True)
         },
         "width": _mean(tally[f"{metric} width"]),
         "human_only_width": _mean(tally[f"{metric} human width"]),

@@ -35,6 +35,8 @@ from ._relevance_pairs import Pair, artifact_scores
 
 __all__ = ["add_arguments", "run"]
 
+DESIGNS = ["uniform", "uncertainty"]
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -49,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "deeper pooled pairs are predicted from the runs' ranks and the human sample",
     )
     parser.add_argument("--budgets", type=float, nargs="+", default=[0.05, 0.10])
-    parser.add_argument("--designs", nargs="+", default=["uniform", "uncertainty"])
+    parser.add_argument("--designs", nargs="+", default=DESIGNS)
     parser.add_argument("--samples", type=int, default=200, help="random human samples")
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--relevant-at", type=int, default=2)
@@ -160,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {
         "command": "tribunal-lab eval label-evaluate "
         + " ".join(f"--budgets {' '.join(map(str, args.budgets))}".split())
+        + (f" --designs {' '.join(args.designs)}" if args.designs != DESIGNS else "")
         + f" --samples {args.samples} --depth {args.depth} --judge-depth {args.judge_depth}",
         "date": dt.date.today().isoformat(),
         "dataset": str(folder),

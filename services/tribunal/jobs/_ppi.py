@@ -23,7 +23,11 @@ are linear in the labels, so the rectifier uses the *linearisation* of each quer
 at the judge's totals (the "linearized rectifier": ∇_i M is ∂M/∂z_i, one per pair through
 its query's totals). That keeps the correction linear in the sample — unbiased for the
 linear part, with the design's exact variance — and leaves a second-order remainder
-Σ_q O((T_q − T̂_q)²) in how far the judge's per-query totals are from the truth. A plug-in
+Σ_q O((T_q − T̂_q)²) in how far the judge's per-query totals are from the truth. For
+nDCG that remainder has a sign: the ideal DCG is concave in the counts, so its tangent
+overstates it and nDCG comes out low; the estimate adds the remainder's expectation
+under the fitted label model (:mod:`._ppi_remainder`: the label model's draws of the
+unreviewed holes, with each query's error left after its reviews). A plug-in
 that divides the *sample-corrected* totals instead is consistent only when every query
 has many reviewed pairs (with ~12 per query its divisor's noise biases the ratio far more).
 The simulation checks (tests, ``tribunal-lab eval label-evaluate``) measure the coverage

@@ -19,6 +19,7 @@ from ._ppi_pool import (
     metric_linearisation,
     numerator_weights,
 )
+from ._ppi_remainder import LabelDraws, draw_labels, expected_remainder
 from ._ppi_types import HumanSample, PoolLabels
 
 __all__ = [
@@ -152,6 +153,9 @@ class LabelModel:
     parameters: int
     """Means fitted for the calibrated predictions (the residuals' lost degrees of
     freedom)."""
+    draws: LabelDraws | None = None
+    """Draws of the unreviewed holes' labels under the model, for the expected remainder
+    of the ratio metrics' linearisation (:mod:`._ppi_remainder`)."""
 
     def counts(self, pool: RunPool) -> Floats:
         """Per-query counts C_t at the point (shared by every run and metric)."""
@@ -245,7 +249,17 @@ def label_model(
     predicted[holes] = np.minimum.accumulate(np.clip(predicted[holes], 0.0, 1.0), axis=1)
     predicted[design.index] = truth[design.index]
     parameters = len(np.unique(source[sample_cell]))
-    return LabelModel(predicted, calibrated, parameters)
+    unreviewed = labels.holes.copy()
+    unreviewed[design.index] = False
+    draws = draw_labels(
+        labels.query_of,
+        unreviewed,
+        predicted,
+        reviewed=design.index,
+        weights=design.weights,
+        residual=truth - calibrated,
+    )
+    return LabelModel(predicted, calibrated, parameters, draws)
 
 
 def query_shifts(labels: PoolLabels, design: Subsample, residual: Floats) -> Floats:
@@ -364,6 +378,16 @@ def cross_fitted(
             counts=model.counts(pool),
             relevant_at=labels.relevant_at,
         )
+        # The linearisation's expected remainder under the model (0 for P@k).
+        if model.draws is not None:
+            total += expected_remainder(
+                pool,
+                spec,
+                lin,
+                model.draws,
+                model.counts(pool),
+                relevant_at=labels.relevant_at,
+            )
         # ∇M · (calibrated − point) over the holes this fold corrects, through the
         # per-query totals it moves (the numerator's and the counts').
         delta, delta_counts = model.shift_in(pool, fold.corrected)
