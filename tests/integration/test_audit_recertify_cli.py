@@ -140,15 +140,16 @@ def test_from_audit_certifies_on_the_reviewed_items(
         assert all("weight" not in r for r in written)
 
 
-def test_rethreshold_certifies_a_stricter_threshold_of_the_served_calibrator(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _served_store(tmp_path: Path, alpha: float = 0.2) -> tuple[str, Path, Path, list[dict]]:
+    """A calibrator fitted on a first store's audits, served at 0.55 for ``alpha``, and a
+    second store of that calibrator's live audits: its URL, the served artifact, the
+    recorded signals of the audited queries (the same in both stores: one seed) and the
+    first store's audit rows."""
     import dataclasses
 
     from tribunal.confidence import CalibratorArtifact
     from tribunal.confidence._threshold import RiskThreshold
 
-    monkeypatch.setenv("TRIBUNAL_DATA_DIR", str(tmp_path / "data"))
     first = f"sqlite:///{tmp_path / 'first.db'}"
     observed = _store(first)
     rows, _ = audit_traffic(Database(first), collection="faq", seed=0)
@@ -166,21 +167,31 @@ def test_rethreshold_certifies_a_stricter_threshold_of_the_served_calibrator(
             "--report", str(tmp_path / "report"), "-o", str(fitted),
         ]
     ) == 0  # fmt: skip
-    # Served at 0.55 for α = 0.2 (looser than the traffic allows: a quarter of the
-    # ACCEPTs are wrong); the live audits of that calibrator are in a second store.
     served = dataclasses.replace(
         CalibratorArtifact.load(fitted),
-        thresholds=(RiskThreshold(0.2, 0.1, 0.55, 0, 0, None, 0),),
+        thresholds=(RiskThreshold(alpha, 0.1, 0.55, 0, 0, None, 0),),
     )
     served.save(tmp_path / "served.json")
     url = f"sqlite:///{tmp_path / 'audit.db'}"
     _store(url, version=served.version, served=0.55)
+    return url, tmp_path / "served.json", signals, rows
+
+
+def test_rethreshold_certifies_a_stricter_threshold_of_the_served_calibrator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tribunal.confidence import CalibratorArtifact
+
+    monkeypatch.setenv("TRIBUNAL_DATA_DIR", str(tmp_path / "data"))
+    url, served_path, _, rows = _served_store(tmp_path)
+    served = CalibratorArtifact.load(served_path)
+    fitted = tmp_path / "fitted.json"  # fitted on the first store: not these audits' version
     capsys.readouterr()
     output = tmp_path / "rethresholded.json"
     code = main(
         [
             "audit", "--database-url", url, "rethreshold", "--artifact",
-            str(tmp_path / "served.json"), "--alpha", "0.2", "-o", str(output),
+            str(served_path), "--alpha", "0.2", "-o", str(output),
         ]
     )  # fmt: skip
     assert code == 0
@@ -208,3 +219,75 @@ def test_rethreshold_certifies_a_stricter_threshold_of_the_served_calibrator(
     assert refused != 0
     assert "no reviewed audited ACCEPTs of calibrator" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_from_audit_recertify_writes_what_certifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Served α = 0.1: the weighted refit certifies nothing at it, the served calibrator
+    re-thresholded on its audited ACCEPTs does. refit (the default) writes the refit and
+    says what the re-threshold certifies; rethreshold writes what `tribunal audit
+    rethreshold` writes; best certifies each at δ/2 and writes the re-threshold."""
+    from tribunal.confidence import CalibratorArtifact
+
+    monkeypatch.setenv("TRIBUNAL_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TRIBUNAL_CONFIDENCE__ALPHA", "0.1")
+    url, served_path, signals, _ = _served_store(tmp_path, alpha=0.1)
+    served = CalibratorArtifact.load(served_path)
+    capsys.readouterr()
+
+    def recertify(how: str) -> tuple[str, CalibratorArtifact]:
+        output = tmp_path / f"{how}.json"
+        code = main(
+            [
+                "calibrate", "--collection", "faq", "--from-audit", "--database-url", url,
+                "--from-signals", str(signals), "--seed", "0", "--alpha", "0.1",
+                "--delta", "0.1", "--report", str(tmp_path / how), "-o", str(output),
+                "--recertify", how, "--served-artifact", str(served_path),
+            ]
+        )  # fmt: skip
+        assert code == 0
+        return capsys.readouterr().out, CalibratorArtifact.load(output)
+
+    printed, refit = recertify("refit")
+    assert refit.threshold_for(0.1).threshold is None  # the refit, as before: nothing
+    assert refit.threshold_for(0.1).method == "ipw-betting"
+    assert "the refit certifies no threshold at alpha=0.1" in printed
+    assert (
+        f"The served calibrator {served.version} re-thresholded on its 284 audited ACCEPTs "
+        "certifies alpha=0.1 at 0.552 (bound 0.03977, δ = 0.1)"
+    ) in printed
+    assert "--recertify rethreshold -o" in printed
+    assert "1 − 2δ" in printed
+
+    printed, rethresholded = recertify("rethreshold")
+    (threshold,) = rethresholded.thresholds
+    assert rethresholded.calibrator.state() == served.calibrator.state()
+    assert rethresholded.config["rethreshold"]["served_version"] == served.version
+    assert (threshold.method, threshold.delta, threshold.n) == ("clopper-pearson", 0.1, 199)
+    assert threshold.threshold == pytest.approx(0.55196, abs=5e-6)
+    assert threshold.upper_bound == pytest.approx(0.03977, abs=5e-6)
+    # What `tribunal audit rethreshold` writes: the same version.
+    command = tmp_path / "command.json"
+    assert main(
+        [
+            "audit", "--database-url", url, "rethreshold", "--artifact", str(served_path),
+            "--alpha", "0.1", "--delta", "0.1", "-o", str(command),
+        ]
+    ) == 0  # fmt: skip
+    assert CalibratorArtifact.load(command).version == rethresholded.version
+    capsys.readouterr()
+
+    printed, best = recertify("best")
+    (threshold,) = best.thresholds
+    assert "it is written instead" in printed
+    assert best.calibrator.state() == served.calibrator.state()
+    assert (threshold.method, threshold.delta) == ("clopper-pearson", 0.05)
+    assert threshold.threshold == pytest.approx(0.55196, abs=5e-6)
+    assert threshold.upper_bound == pytest.approx(0.0454, abs=5e-5)
+    assert best.version != rethresholded.version  # δ/2 is recorded
+    # Without --from-audit there is nothing to re-threshold.
+    assert (
+        main(["calibrate", "--collection", "faq", "--traffic", str(signals), "--recertify", "best"])
+        != 0
+    )

@@ -5,11 +5,12 @@ it, then traffic that shifts (held-out paraphrases, 35% out of scope), with a sh
 the decisions audited by a simulated reviewer who answers from the ground-truth intents.
 It reports the live hallucination rate before and after the shift, when the shift warning
 fires (and a fresh bound is started beside the cumulative one), how many audited answers
-the live bounds need to trip the fail-safe, the rate in
-safe mode and after re-certifying on the audited sample (served: the weighted refit;
-counted beside: the thinned refit, and the served calibrator re-thresholded on its
-audited ACCEPTs as ``tribunal audit rethreshold`` does), and the reviewer labels per
-1,000 queries.
+the live bounds need to trip the fail-safe, the rate in safe mode and after re-certifying
+on the audited sample (served: what ``--recertify`` picks, as ``tribunal calibrate
+--from-audit --recertify`` does — the weighted refit, or the served calibrator
+re-thresholded on its audited ACCEPTs as ``tribunal audit rethreshold`` writes it; the
+live monitor keeps running on it; the other candidates are counted beside), and the
+reviewer labels per 1,000 queries.
 
 The real parts: the KB is ingested and every query goes once through the gateway's own
 retrieval and matching (the profile's models), cached; the calibrator and thresholds are
@@ -34,7 +35,9 @@ from typing import Any
 from .._loopback_stages import loopback_stages
 from .._paths import cache_dir, data_root
 from ._live_audit_data import build_data
-from ._live_audit_replay import Replay, write_report
+from ._live_audit_recertify import RECERTIFY
+from ._live_audit_replay import Replay
+from ._live_audit_report import write_report
 
 __all__ = ["register"]
 
@@ -62,6 +65,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=200,
         help="queries served in safe mode before re-certifying on the items audited since "
         "the shift warning (or the trip)",
+    )
+    parser.add_argument(
+        "--recertify",
+        choices=RECERTIFY,
+        default="refit",
+        help="what is served after re-certifying, as `tribunal calibrate --from-audit "
+        "--recertify` (default refit, the command's): the weighted refit; the served "
+        "calibrator re-thresholded on its audited ACCEPTs; or best (each certified at "
+        "delta/2: the refit if it certifies alpha, else the re-threshold)",
     )
     parser.add_argument(
         "--extended",
@@ -184,7 +196,8 @@ def _run(args: argparse.Namespace) -> int:
     report["command"] = (
         f"nice -n 10 tribunal-lab live-audit --alpha {args.alpha} --delta {args.delta} "
         f"--accept-share {args.accept_share} --fallback-share {args.fallback_share} "
-        f"--safe-queries {args.safe_queries} --extended {args.extended} --seed {args.seed}"
+        f"--safe-queries {args.safe_queries} --recertify {args.recertify} "
+        f"--extended {args.extended} --seed {args.seed}"
     )
     report["date"] = dt.date.today().isoformat()
     report["calibration"] = {

@@ -9,7 +9,9 @@
   δ is split between them (:func:`cumulative_delta`, :func:`restart_delta`);
 - :class:`LiveMonitor` — recomputes a collection's bounds from the reviews, runs the
   shift test against the calibration traffic, and enters the configured safe mode when
-  any bound's lower end rises above α (:class:`StateStore` keeps every state).
+  any bound's lower end rises above α (:class:`StateStore` keeps every state);
+- :func:`rethreshold` — the served calibrator at the stricter thresholds its reviewed
+  audited ACCEPTs certify (a new version: serving it ends the safe mode).
 
 Domain logic only: no grpc, no ray.
 """
@@ -25,6 +27,7 @@ from ._live import (
 )
 from ._recertify import ServedAccepts, audit_traffic, served_accepts, write_audit_traffic
 from ._restarts import Restart, cumulative_delta, restart_delta
+from ._rethreshold import rethreshold
 from ._sampling import AUDIT_REASON, AuditDraw, AuditSampler
 from ._sequence import RateConfidenceSequence, RunningBound
 from ._shift import SHIFT_SIGNALS, ShiftResult, shift_test
@@ -54,6 +57,7 @@ __all__ = [
     "live_signals",
     "refresh_after_review",
     "restart_delta",
+    "rethreshold",
     "served_accepts",
     "shift_test",
     "write_audit_traffic",

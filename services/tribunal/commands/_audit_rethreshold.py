@@ -12,16 +12,14 @@ The new artifact (same calibrator, new thresholds, another version) is written t
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
-from ..core import FailedPreconditionError, InvalidArgumentError, load_settings
+from ..core import load_settings
 from ..core.storage import Database
 
-__all__ = ["register_rethreshold"]
+__all__ = ["register_rethreshold", "rethreshold_summary"]
 
 
 def register_rethreshold(actions: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -55,81 +53,44 @@ def register_rethreshold(actions: argparse._SubParsersAction) -> None:  # type: 
 
 
 def _rethreshold(args: argparse.Namespace) -> int:
-    from ..audit import served_accepts
-    from ..confidence import CalibratorArtifact, default_artifact_path, served_threshold
+    from ..audit import rethreshold
+    from ..confidence import CalibratorArtifact, default_artifact_path
     from .audit import parse_since
 
     settings = load_settings(args.profile)
     path = args.artifact or default_artifact_path(settings)
     artifact = CalibratorArtifact.load(path)
     alpha = args.alpha if args.alpha is not None else settings.confidence.alpha
-    served = artifact.threshold_for(alpha).threshold
-    if served is None:
-        raise FailedPreconditionError(
-            f"{path}: no threshold was certified for alpha={alpha}, so nothing was accepted "
-            "to re-threshold; re-certify with `tribunal calibrate --from-audit`"
-        )
-    binding = artifact.binding
-    collection = args.collection or (binding.collection if binding is not None else None)
-    if collection is None:
-        raise InvalidArgumentError(
-            "the artifact is bound to no collection: pass --collection", field="collection"
-        )
     delta = args.delta if args.delta is not None else float(artifact.config.get("delta", 0.1))
-    since = parse_since(args.since) if args.since else None
-    sample = served_accepts(
-        Database(args.database_url or settings.database_url),
-        collection=collection,
-        calibrator_version=artifact.version,
-        served=served,
-        votes_per_item=settings.audit.votes_per_item,
-        since=since,
-    )
-    thresholds = tuple(
-        served_threshold(
-            sample.confidence,
-            sample.correct,
-            sample.weight,
-            served=served,
-            alpha=t.alpha,
-            delta=delta,
-        )
-        for t in artifact.thresholds
-    )
-    provenance: dict[str, Any] = {
-        "served_version": artifact.version,
-        "served_alpha": alpha,
-        "served_threshold": served,
-        "audited_accepts": int(sample.confidence.size),
-        "since": since.isoformat() if since else None,
-        "delta": delta,
-    }
-    new = dataclasses.replace(
+    new, provenance = rethreshold(
         artifact,
-        thresholds=thresholds,
-        config={**artifact.config, "rethreshold": provenance},
-        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        Database(args.database_url or settings.database_url),
+        alpha=alpha,
+        delta=delta,
+        collection=args.collection,
+        since=parse_since(args.since) if args.since else None,
+        votes_per_item=settings.audit.votes_per_item,
     )
     new.save(args.output)
-    print(
-        json.dumps(
-            {
-                **provenance,
-                "version": new.version,
-                "output": str(args.output),
-                "thresholds": [
-                    {
-                        "alpha": t.alpha,
-                        "threshold": t.threshold,
-                        "upper_bound": t.upper_bound,
-                        "accepted": t.accepted,
-                        "n": t.n,
-                        "method": t.method,
-                    }
-                    for t in thresholds
-                ],
-            },
-            indent=2,
-        )
-    )
+    print(json.dumps(rethreshold_summary(new, provenance, args.output), indent=2))
     return 0
+
+
+def rethreshold_summary(new: Any, provenance: dict[str, Any], output: Path) -> dict[str, Any]:
+    """What ``tribunal audit rethreshold`` prints about the artifact it wrote."""
+    return {
+        **provenance,
+        "version": new.version,
+        "output": str(output),
+        "thresholds": [
+            {
+                "alpha": t.alpha,
+                "threshold": t.threshold,
+                "upper_bound": t.upper_bound,
+                "accepted": t.accepted,
+                "n": t.n,
+                "method": t.method,
+            }
+            for t in new.thresholds
+        ],
+    }

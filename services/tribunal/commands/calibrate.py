@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import InvalidArgumentError, jsonl_rows, load_settings
 from ..core.settings import CALIBRATOR_KINDS, RISK_METHOD_NAMES
+from . import _calibrate_recertify as _recertify
 
 if TYPE_CHECKING:
     from ..confidence import CalibrationBinding, CalibrationConfig, ObservedCandidate, Traffic
@@ -73,6 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="--from-audit: only items audited since (30m, 2h, 7d or ISO time), e.g. since "
         "the shift warning",
     )
+    _recertify.add_arguments(parser)
     parser.add_argument("--profile", default=None, help="profile name or YAML path")
     parser.add_argument(
         "--classes",
@@ -434,7 +436,10 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
 
     settings = load_settings(args.profile)
-    config = calibration_config(args, settings)
+    output = args.output or _writable_default(settings, default_artifact_path(settings))
+    if args.from_audit and args.recertify == "rethreshold":
+        return _recertify.rethreshold_only(args, settings, output)
+    config = _recertify.best_config(args, settings, calibration_config(args, settings))
     traffic = read_traffic(_traffic_path(args, settings))
     if args.classes is not None:
         traffic = _with_classes(traffic, args.classes)
@@ -459,12 +464,14 @@ def _calibrate(args: argparse.Namespace) -> int:
     result = calibrate(
         traffic, observed, config, binding, created=args.created, labelled_queries=labelled
     )
-    output = args.output or _writable_default(settings, default_artifact_path(settings))
-    result.artifact.save(output)
     report_dir = args.report or Path(".build/calibrate") / args.collection
     written = write_calibration_report(result, report_dir)
     print(calibration_markdown(result.report))
-    print(f"wrote {output} (version {result.artifact.version})")
+    artifact = result.artifact
+    if args.from_audit:
+        artifact = _recertify.choose(args, settings, artifact, output)
+    artifact.save(output)
+    print(f"wrote {output} (version {artifact.version})")
     print(f"report: {', '.join(str(p) for p in written)}")
     return 0
 

@@ -42,6 +42,7 @@ from ._risk_control import RISK_METHODS, select_threshold
 from ._signals import Signals
 from ._threshold import AcceptanceCurve, RiskThreshold, acceptance_outcome
 from ._traffic import Traffic, TrafficSplit, split_traffic
+from ._weighted import METHOD as WEIGHTED_METHOD
 from ._weighted import weighted_threshold
 
 __all__ = ["CalibrationConfig", "CalibrationResult", "ObservedCandidate", "calibrate", "decisions"]
@@ -347,7 +348,8 @@ def calibrate(
         **extra,
     )
     for item, threshold in zip(per_alpha, thresholds, strict=True):
-        if not threshold.certified:
+        # The estimate reads the unweighted certify curve: none for a weighted threshold.
+        if not threshold.certified and threshold.method != WEIGHTED_METHOD:
             estimate = estimate_from_artifact(
                 metrics,
                 training_data,
