@@ -117,7 +117,10 @@ def _replay(tmp_path: Path, recertify: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # ~2 min of CPU: one review refreshes the monitor
+# ~2 min of CPU (one review refreshes the monitor): `make test-all` runs it; CI covers
+# the product's re-certification choices in tests/integration/test_audit_recertify_cli.py.
+@pytest.mark.extended
+@pytest.mark.timeout(1200)
 def test_the_replay_serves_the_rethresholded_calibrator_after_the_trip(tmp_path: Path) -> None:
     report = _replay(tmp_path, "rethreshold")
     segments, events = report["segments"], report["events"]
