@@ -97,7 +97,7 @@ class TransformersEngine(LocalEngine):
         if settings.n_threads is not None:
             torch.set_num_threads(settings.n_threads)
         dtype = {
-            "auto": torch.bfloat16,
+            "auto": _auto_dtype(torch, device),
             "bfloat16": torch.bfloat16,
             "float16": torch.float16,
             "float32": torch.float32,
@@ -245,3 +245,16 @@ class TransformersEngine(LocalEngine):
                 )
             )
         return out
+
+
+def _auto_dtype(torch: Any, device: str) -> Any:
+    """bfloat16 where the hardware computes in it (a GPU, or a CPU with native bfloat16
+    instructions), else float32: a CPU without them (AVX2 only) emulates bfloat16 matrix
+    products at about a third of float32's speed."""
+    if not str(device).startswith("cpu"):
+        return torch.bfloat16
+    try:
+        native = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without the check
+        native = False
+    return torch.bfloat16 if native else torch.float32

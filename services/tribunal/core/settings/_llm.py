@@ -37,8 +37,9 @@ class LLMSettings(Section):
     """When to constrain JSON decoding by the schema's grammar (llama.cpp, OpenAI servers):
     grammar decoding is ~2x slower on CPU, so by default only retries use it."""
     torch_dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    """transformers weights dtype; ``auto`` is bfloat16 (fast on GPUs and on CPUs with
-    AMX or AVX512-BF16; choose float32 on older CPUs)."""
+    """transformers weights dtype; ``auto`` is bfloat16 on GPUs and on CPUs with native
+    bfloat16 instructions (AMX, AVX512-BF16), float32 elsewhere (an AVX2-only CPU
+    emulates bfloat16 at about a third of float32's speed)."""
     converted_dir: Path | None = None
     """Where GGUF files converted for transformers are kept; null: ``model_dir/converted``."""
     openai_base_url: str = "http://127.0.0.1:8000/v1"
