@@ -96,12 +96,11 @@ class TransformersEngine(LocalEngine):
         self._torch = torch
         if settings.n_threads is not None:
             torch.set_num_threads(settings.n_threads)
-        dtype = {
-            "auto": _auto_dtype(torch, device),
-            "bfloat16": torch.bfloat16,
-            "float16": torch.float16,
-            "float32": torch.float32,
-        }[settings.torch_dtype]
+        dtype = (
+            _auto_dtype(torch, device)
+            if settings.torch_dtype == "auto"
+            else getattr(torch, settings.torch_dtype)
+        )
         local = isinstance(source, Path)
         with MODEL_LOAD_LOCK:
             self._tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=local)
