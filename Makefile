@@ -43,7 +43,7 @@ $(BIN)/.installed-dev: $(BIN)/.installed-runtime pyproject.toml
 
 install: $(BIN)/.installed-dev ## create .venv and install Tribunal, its lab and dev tools
 
-models: $(BIN)/.installed-runtime ## every non-optional model weight of the profile (PROFILE=tiny), the LLMs included, sha256-checked
+models: $(BIN)/.installed-runtime ## every non-optional model weight of the profile (PROFILE=tiny), the LLMs included (converted for transformers), sha256-checked
 	$(BIN)/tribunal models install --profile $(PROFILE) --with-llms
 
 demo-models: $(BIN)/.installed-runtime

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,12 +30,33 @@ SHARED = next(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test``: two processes), tests that start a Ray run one
-    at a time on one worker: two local clusters at once would fight over the CPUs, the
-    Ray temp dir and the auth token file, and each start would take twice as long."""
+    """How pytest-xdist (``make test``: two processes, ``--dist loadgroup``) shares tests.
+
+    - Tests that start a Ray run one at a time on one worker: two local clusters at once
+      would fight over the CPUs, the Ray temp dir and the auth token file, and each start
+      would take twice as long.
+    - Every other test runs on the worker that runs the rest of its module: a module's
+      shared fixtures (a server, a loaded model) are built once, not once per worker, and
+      two workers never hold the same module's models at once (two copies of the 1.5B
+      LLM in float32 and their neighbours outgrew 24 GB).
+    """
     for item in items:
         if item.get_closest_marker("ray") or "local_ray" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("ray"))
+        elif not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_llm_engines() -> Iterator[None]:
+    """Each test module's LLM engines are freed when it ends: engines are shared per
+    (model, LLM settings), so a worker that ran many modules would otherwise hold one
+    copy of a model per settings it saw (the 1.5B model is ~6 GB in float32) and two
+    workers together outgrow the machine's memory."""
+    yield
+    llm = sys.modules.get("tribunal.core.llm")
+    if llm is not None and llm.release_shared_engines():
+        gc.collect()
 
 
 @pytest.fixture(autouse=True)

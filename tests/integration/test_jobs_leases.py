@@ -170,3 +170,27 @@ def test_the_lease_must_be_positive(database_url: str, lease_s: float) -> None:
     with pytest.raises(ValueError, match="lease_s"):
         run_job(store, "j", _Counting(), mode="judge", lease_s=lease_s, progress=False)
     store.close()
+
+
+def test_a_runner_that_ends_while_another_finishes_never_marks_the_job_running(
+    database_url: str,
+) -> None:
+    """The end of two runners interleaved the worst way: the first reads what is left
+    (the second's items) before the second writes its last results and ``done``, and
+    writes its own status only after. The job must stay ``done``."""
+    from tribunal.jobs._runner import RunReport, record_closing_status
+
+    store = _store(database_url)
+    store.set_status("j", "running")
+    first = RunReport(job="j", mode="judge", runner="local", workers=1)
+    first.remaining = first.held_by_others = 4  # the second runner still holds 4 items
+    last = RunReport(job="j", mode="judge", runner="local", workers=1)
+    record_closing_status(store, "j", last, finished_ok=True)  # the second: nothing left
+    record_closing_status(store, "j", first, finished_ok=True)  # the first, late
+    assert store.job("j").status == "done"
+    # A run that failed, or left items nobody holds, stops the job.
+    failed = RunReport(job="j", mode="judge", runner="local", workers=1)
+    failed.remaining, failed.held_by_others = 4, 4
+    record_closing_status(store, "j", failed, finished_ok=False)
+    assert store.job("j").status == "stopped"
+    store.close()

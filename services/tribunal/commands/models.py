@@ -159,6 +159,7 @@ def _install(args: argparse.Namespace) -> int:
             f"{report.action:18} {report.artifact_id:38} {report.size_bytes / 2**20:9.1f} MiB "
             f"{report.seconds:6.1f} s  {report.path}"
         )
+    _convert_for_transformers(settings, wanted)
     print(
         f"model cache {store.root}: {store.size_on_disk() / 2**20:.1f} MiB; "
         f"{time.perf_counter() - started:.1f} s"
@@ -168,6 +169,25 @@ def _install(args: argparse.Namespace) -> int:
             f"hub models (fetched by their libraries at first load, not offline): {', '.join(hub)}"
         )
     return 0
+
+
+def _convert_for_transformers(
+    settings: Settings, wanted: Sequence[tuple[str, ModelArtifact]]
+) -> None:
+    """On the transformers backend, dequantise each GGUF LLM now, once, one at a time:
+    otherwise the first stage to load one pays minutes and several GB at its peak, and
+    two processes starting together hold two such peaks at once."""
+    if settings.llm_backend != "transformers":
+        return
+    from ..core.llm import converted_source
+
+    for key, artifact in wanted:
+        if artifact.kind != "gguf" or settings.models[key].kind != "llm":
+            continue
+        started = time.perf_counter()
+        folder = converted_source(settings, key)
+        seconds = time.perf_counter() - started
+        print(f"{'for transformers':18} {artifact.id:38} {'':>13} {seconds:6.1f} s  {folder}")
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 from ..core import Settings
 from ._heartbeat import LeaseHeartbeat
 from ._inputs import LabelItem
-from ._runner import JobProgress, RunReport
+from ._runner import JobProgress, RunReport, record_closing_status
 from ._store import ItemResult, JobStore, runner_id
 
 __all__ = ["pool_size", "run_on_ray"]
@@ -194,11 +194,5 @@ def run_on_ray(
         store.release(job, owner)
         report.remaining = store.counts(job).pending
         report.held_by_others = store.leased(job)
-        if finished_ok and report.remaining == 0:
-            status = "done"
-        elif finished_ok and report.remaining == report.held_by_others:
-            status = "running"  # what is left is other runners' to finish
-        else:
-            status = "stopped"
-        store.set_status(job, status)
+        record_closing_status(store, job, report, finished_ok=finished_ok)
     return report

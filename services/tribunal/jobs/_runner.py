@@ -179,18 +179,27 @@ class _LeasedBatches:
             running = [item_id for ids in self.in_flight.values() for item_id in ids]
             self.store.renew(self.job, self.owner, running, lease_s=self.lease_s)
 
-    def close(self, *, finished_ok: bool) -> str:
-        """Stop the threads, give back the leases; returns the job's status now."""
+    def close(self, *, finished_ok: bool) -> None:
+        """Stop the threads, give back the leases, record the job's status."""
         self.pool.shutdown(wait=not finished_ok, cancel_futures=True)
         self.store.release(self.job, self.owner)
         self.report.remaining = self.store.counts(self.job).pending
-        if self.report.remaining == 0:
-            return "done"
-        self.report.held_by_others = self.store.leased(self.job, exclude_owner=self.owner)
-        # What is left is being labelled by other runners: the job still runs.
-        if finished_ok and self.report.remaining == self.report.held_by_others:
-            return "running"
-        return "stopped"
+        if self.report.remaining:
+            self.report.held_by_others = self.store.leased(self.job, exclude_owner=self.owner)
+        record_closing_status(self.store, self.job, self.report, finished_ok=finished_ok)
+
+
+def record_closing_status(
+    store: JobStore, job: str, report: RunReport, *, finished_ok: bool
+) -> None:
+    """The job's status as a run ends: ``done`` when nothing is pending, ``stopped`` when
+    this run failed or left items nobody holds. When what is left is other runners' to
+    finish, the status stays as it is (``running``): writing ``running`` here could land
+    after the last runner's ``done`` and leave a finished job marked running."""
+    if report.remaining == 0:
+        store.set_status(job, "done")
+    elif not finished_ok or report.remaining != report.held_by_others:
+        store.set_status(job, "stopped")
 
 
 def run_job(
@@ -250,5 +259,5 @@ def run_job(
     finally:
         report.wall_seconds = time.perf_counter() - started
         tracker.close()
-        store.set_status(job, batches.close(finished_ok=finished_ok))
+        batches.close(finished_ok=finished_ok)
     return report

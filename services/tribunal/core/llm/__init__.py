@@ -20,7 +20,13 @@ templates come from the model. Build prompts instructions-first, item-last
 
 from ._engine import LLMEngine
 from ._errors import MalformedOutputError, PromptTooLongError
-from ._factory import Backend, create_engine, shared_engine
+from ._factory import (
+    Backend,
+    converted_source,
+    create_engine,
+    release_shared_engines,
+    shared_engine,
+)
 from ._json import extract_json
 from ._types import Message, Prompt, Usage
 
@@ -32,7 +38,9 @@ __all__ = [
     "Prompt",
     "PromptTooLongError",
     "Usage",
+    "converted_source",
     "create_engine",
     "extract_json",
+    "release_shared_engines",
     "shared_engine",
 ]

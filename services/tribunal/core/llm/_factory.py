@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any, Literal
 
 from .._errors import ConfigError
@@ -11,7 +12,13 @@ from ..models import get_artifact
 from ..settings import Settings
 from ._engine import LLMEngine
 
-__all__ = ["Backend", "create_engine", "shared_engine"]
+__all__ = [
+    "Backend",
+    "converted_source",
+    "create_engine",
+    "release_shared_engines",
+    "shared_engine",
+]
 
 Backend = Literal["transformers", "llamacpp", "openai"]
 
@@ -54,12 +61,9 @@ def create_engine(
         return LlamaCppEngine(
             model_key=key, model_name=name, gguf_path=model_path(settings, key), settings=llm
         )
-    from ._transformers import TransformersEngine, convert_gguf
+    from ._transformers import TransformersEngine
 
-    source: Any = spec.hf_id
-    if spec.artifact is not None:
-        root = llm.converted_dir or settings.model_dir / "converted"
-        source = convert_gguf(model_path(settings, key), root.expanduser() / spec.artifact)
+    source: Any = spec.hf_id if spec.artifact is None else converted_source(settings, key)
     return TransformersEngine(
         model_key=key,
         model_name=name,
@@ -67,6 +71,21 @@ def create_engine(
         device=resolve_device(settings),
         settings=llm,
     )
+
+
+def converted_source(settings: Settings, key: str) -> Path:
+    """The transformers folder of GGUF model ``key``, dequantised on first call (minutes,
+    several GB of memory at its peak; later calls return at once).
+
+    Raises:
+        ModelNotInstalledError: the artifact is not in the model cache.
+    """
+    spec = settings.model_spec(key)
+    assert spec.artifact is not None, "a hub model needs no conversion"
+    from ._transformers import convert_gguf
+
+    root = settings.llm.converted_dir or settings.model_dir / "converted"
+    return convert_gguf(model_path(settings, key), root.expanduser() / spec.artifact)
 
 
 def shared_engine(
@@ -91,3 +110,16 @@ def shared_engine(
         if engine is None:
             engine = _shared[identity] = create_engine(settings, key, backend=chosen)
         return engine
+
+
+def release_shared_engines() -> int:
+    """Forget every engine :func:`shared_engine` built; returns how many.
+
+    Their weights are freed once nothing else holds the engines. A long-lived process
+    that moves between profiles or LLM settings calls this to keep one set of models in
+    memory instead of one per settings it has seen (a 1.5B model in float32 is ~6 GB).
+    """
+    with _shared_lock:
+        count = len(_shared)
+        _shared.clear()
+    return count
