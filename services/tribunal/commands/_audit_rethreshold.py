@@ -55,7 +55,7 @@ def register_rethreshold(actions: argparse._SubParsersAction) -> None:  # type: 
 def _rethreshold(args: argparse.Namespace) -> int:
     from ..audit import rethreshold
     from ..confidence import CalibratorArtifact, default_artifact_path
-    from .audit import parse_since
+    from ._since import parse_since
 
     settings = load_settings(args.profile)
     path = args.artifact or default_artifact_path(settings)

@@ -71,7 +71,7 @@ def _rethreshold(
 ) -> tuple[Any, dict[str, Any]]:
     from ..audit import rethreshold
     from ..core.storage import Database
-    from .audit import parse_since
+    from ._since import parse_since
 
     return rethreshold(
         served,

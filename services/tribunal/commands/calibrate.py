@@ -506,7 +506,7 @@ def _traffic_path(args: argparse.Namespace, settings: Settings) -> Path:
         return Path(args.traffic)
     from ..audit import audit_traffic, write_audit_traffic
     from ..core.storage import Database
-    from .audit import parse_since
+    from ._since import parse_since
 
     rows, counts = audit_traffic(
         Database(args.database_url or settings.database_url),
