@@ -46,7 +46,7 @@ from tribunal.commands.demo import _in_process_settings, _ingest, _questions
 from tribunal.core import Settings
 from tribunal.embedding import load_profile_embedder, shared_profile_embedder
 from tribunal.gateway import StageTransport, call_stage
-from tribunal.gateway._answer import _candidate_signals
+from tribunal.gateway._candidates import candidate_signals
 from tribunal.gateway._wiring import serve_stages
 from tribunal.gateway.servicer import build_host
 from tribunal.v1 import (
@@ -117,7 +117,7 @@ class PerQueryEntailment:
         )
         matched, checked = matches.result(), checks.result() if pairs else None
         # The gateway's own signals (margins included), plus the per-query entailment.
-        signals = _candidate_signals(hits, list(matched.results))
+        signals = candidate_signals(hits, list(matched.results))
         for i, item in enumerate(signals):
             results = (
                 [r for (j, _), r in zip(pairs, checked.results, strict=True) if j == i]

@@ -33,7 +33,7 @@ from typing import Any
 from sklearn.metrics import roc_auc_score
 from tribunal.core import load_settings
 from tribunal.ensemble import FeatureMatcher, MatchRequestItem, precompute_entry_vectors
-from tribunal.gateway._answer import _candidate_signals
+from tribunal.gateway._candidates import candidate_signals
 from tribunal.kb import KbEntry, entry_to_proto
 from tribunal.retrieval import KnowledgeBase, SearchQuery
 from tribunal.retrieval._types import SearchResult
@@ -76,7 +76,7 @@ def _margins(result: SearchResult, p_match: list[float]) -> tuple[float, float]:
         retrieval_pb2.SearchHit(entry=entry_to_proto(h.entry), score=h.score, rank=h.rank)
         for h in result.hits
     ]
-    signals = _candidate_signals(hits, [ensemble_pb2.MatchResponse(p_match=p) for p in p_match])
+    signals = candidate_signals(hits, [ensemble_pb2.MatchResponse(p_match=p) for p in p_match])
     top = signals[0]
     by_answer = (
         top.ensemble_p_match_margin if top.HasField("ensemble_p_match_margin") else p_match[0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tribunal.commands.calibrate import _read_signals
+from tribunal.commands._calibration_signals import read_signals
 from tribunal.confidence import (
     CalibratorArtifact,
     certify_curve,
@@ -38,7 +38,7 @@ def main() -> None:
     traffic = read_traffic(args.traffic)
     if traffic.sha256 != artifact.training_data.get("sha256"):
         raise SystemExit(f"{args.traffic} is not the traffic {artifact.version} was fitted on")
-    observed, _ = _read_signals(args.signals, traffic)
+    observed, _ = read_signals(args.signals, traffic)
     config = artifact.config
     split = split_traffic(
         traffic.queries,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from tribunal.audit import AUDIT_REASON, audit_traffic
 from tribunal.cli import main
-from tribunal.commands.calibrate import _write_signals
+from tribunal.commands._calibration_signals import write_signals
 from tribunal.confidence import ObservedCandidate, Signals, read_traffic
 from tribunal.core.storage import Database, DecisionRecord, EscalationRecord
 from tribunal.jobs import ReviewQueue
@@ -106,9 +106,7 @@ def test_from_audit_certifies_on_the_reviewed_items(
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     signals = tmp_path / "signals.jsonl"
-    _write_signals(
-        signals, read_traffic(path), [observed[row["audit_id"]] for row in rows], BINDING
-    )
+    write_signals(signals, read_traffic(path), [observed[row["audit_id"]] for row in rows], BINDING)
     report, output = tmp_path / "report", tmp_path / "calibrator.json"
     code = main(
         [
@@ -156,9 +154,7 @@ def _served_store(tmp_path: Path, alpha: float = 0.2) -> tuple[str, Path, Path, 
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     signals = tmp_path / "signals.jsonl"
-    _write_signals(
-        signals, read_traffic(path), [observed[row["audit_id"]] for row in rows], BINDING
-    )
+    write_signals(signals, read_traffic(path), [observed[row["audit_id"]] for row in rows], BINDING)
     fitted = tmp_path / "fitted.json"
     assert main(
         [

@@ -4,7 +4,7 @@ twice: candidates that give the same answer text do not cancel each other's marg
 from __future__ import annotations
 
 import pytest
-from tribunal.gateway._answer import _candidate_signals, answer_key
+from tribunal.gateway._candidates import answer_key, candidate_signals
 from tribunal.v1 import common_pb2, ensemble_pb2, retrieval_pb2
 
 
@@ -23,7 +23,7 @@ def _margins(hits: list[retrieval_pb2.SearchHit], p_match: list[float]) -> list[
     matches = [ensemble_pb2.MatchResponse(p_match=p) for p in p_match]
     return [
         round(s.ensemble_p_match_margin, 6) if s.HasField("ensemble_p_match_margin") else None
-        for s in _candidate_signals(hits, matches)
+        for s in candidate_signals(hits, matches)
     ]
 
 

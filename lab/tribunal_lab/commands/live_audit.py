@@ -93,7 +93,7 @@ def _digest(rows: list[dict[str, Any]]) -> str:
 def _observe_all(settings: Any, work: Path, queries: list[dict[str, Any]]) -> Any:
     """Every query through retrieval + matching once, in chunks cached by their digest
     (a killed run resumes at its first missing chunk)."""
-    from tribunal.commands.calibrate import _observe, _read_signals, _write_signals
+    from tribunal.commands._calibration_signals import observe_traffic, read_signals, write_signals
     from tribunal.confidence import read_traffic
 
     observed: list[Any] = []
@@ -108,13 +108,13 @@ def _observe_all(settings: Any, work: Path, queries: list[dict[str, Any]]) -> An
         traffic = read_traffic(path)
         signals = path.with_suffix(".signals.jsonl")
         if signals.is_file():
-            part, binding = _read_signals(signals, traffic)
+            part, binding = read_signals(signals, traffic)
         else:
             if host is None:
                 # The stages load once; each chunk reaches them over loopback gRPC.
                 host, served = loopback_stages(settings)
-            part, binding = _observe(served, COLLECTION, traffic)
-            _write_signals(signals, traffic, part, binding)
+            part, binding = observe_traffic(served, COLLECTION, traffic)
+            write_signals(signals, traffic, part, binding)
         observed.extend(part)
         bindings.add(json.dumps(binding.to_dict(), sort_keys=True))
         done = first + len(chunk)

@@ -126,7 +126,7 @@ def _observe_chunks(
     *,
     cached_only: bool = False,
 ) -> tuple[Any, list[Any], Any]:
-    from tribunal.commands.calibrate import _observe, _read_signals, _write_signals
+    from tribunal.commands._calibration_signals import observe_traffic, read_signals, write_signals
     from tribunal.confidence import read_traffic
 
     observed: list[Any] = []
@@ -146,13 +146,13 @@ def _observe_chunks(
         _write_jsonl(path, chunk)
         traffic = read_traffic(path)
         if signals.is_file():
-            part, binding = _read_signals(signals, traffic)
+            part, binding = read_signals(signals, traffic)
         else:
             if host is None:
                 # The stages load once; each chunk reaches them over loopback gRPC.
                 host, served = loopback_stages(settings)
-            part, binding = _observe(served, collection, traffic)
-            _write_signals(signals, traffic, part, binding)
+            part, binding = observe_traffic(served, collection, traffic)
+            write_signals(signals, traffic, part, binding)
             fresh += len(chunk)
         observed.extend(part)
         bindings.add(json.dumps(binding.to_dict(), sort_keys=True))

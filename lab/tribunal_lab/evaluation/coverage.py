@@ -142,15 +142,15 @@ def _observed(
     settings: Any, collection: str, traffic: Any, cache: Path, reuse: bool
 ) -> tuple[list[Any], Any]:
     """Every query through ``tribunal calibrate``'s stage runner (recorded once)."""
-    from tribunal.commands.calibrate import _observe, _read_signals, _write_signals
+    from tribunal.commands._calibration_signals import observe_traffic, read_signals, write_signals
 
     if reuse and cache.is_file():
-        return _read_signals(cache, traffic)
+        return read_signals(cache, traffic)
     started = time.perf_counter()
-    observed, binding = _observe(settings, collection, traffic)
+    observed, binding = observe_traffic(settings, collection, traffic)
     rate = len(traffic) / (time.perf_counter() - started)
     print(f"    {len(traffic)} queries through retrieval + matching ({rate:.1f} queries/s)")
-    _write_signals(cache, traffic, observed, binding)
+    write_signals(cache, traffic, observed, binding)
     return observed, binding
 
 
@@ -228,7 +228,7 @@ def _tune(
 ) -> tuple[Any, Any]:
     """``tribunal tune`` on the traffic, then what ``tribunal calibrate`` keeps: the tuned
     matcher served, the traffic cut to the tune's held-out part."""
-    from tribunal.commands.calibrate import _tuned_part
+    from tribunal.commands.calibrate import tuned_part
     from tribunal.commands.tune import tune_collection
 
     print(f"[{name}] tribunal tune on {len(traffic)} labelled queries ...", flush=True)
@@ -242,7 +242,7 @@ def _tune(
         "version": directory.name,
     }
     print(f"    tune took {record['tune']['seconds']:.0f} s: {outcome.metrics}", flush=True)
-    return _tuned_part(settings, name, traffic)
+    return tuned_part(settings, name, traffic)
 
 
 def _condition(

@@ -102,7 +102,7 @@ def _collection(settings: Any, name: str) -> tuple[Any, str, int]:
 def _tune(args: argparse.Namespace) -> int:
     from ..confidence import read_traffic
     from ..tuning import TuneConfig
-    from .calibrate import _with_classes
+    from .calibrate import with_answer_classes
 
     settings = load_settings(args.profile)
     config = TuneConfig(
@@ -117,7 +117,7 @@ def _tune(args: argparse.Namespace) -> int:
     )
     traffic = read_traffic(args.traffic)
     if args.classes is not None:
-        traffic = _with_classes(traffic, args.classes)
+        traffic = with_answer_classes(traffic, args.classes)
     started = time.perf_counter()
     sealed, final, outcome = tune_collection(
         settings, args.collection, traffic, config, base=args.base, created=args.created

@@ -28,8 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-
 from ..audit import NORMAL
 from ..confidence import RequestVersions, ScoreResult, ThresholdStatus
 from ..core import (
@@ -39,8 +37,16 @@ from ..core import (
     NotFoundError,
     TribunalError,
 )
-from ..core.storage import Database, DecisionRecord, EscalationRecord
+from ..core.storage import Database
 from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, gateway_pb2, retrieval_pb2
+from ._answer_record import (
+    REVIEW_ENTRY,
+    audit_signals,
+    decision_name,
+    reason_name,
+    write_decision,
+)
+from ._candidates import candidate_signals, request_versions
 from ._checks import (
     AnswerPolicy,
     check_matches,
@@ -55,7 +61,7 @@ from ._provenance import check_provenance
 from ._stages import Deadline, FailureKind, StageError, StageTransport, call_stage
 from ._trace import RequestTrace
 
-__all__ = ["ANSWER_CLASS_KEY", "ANSWER_STAGES", "AnswerPipeline", "CandidateSignals", "answer_key"]
+__all__ = ["ANSWER_STAGES", "AnswerPipeline", "CandidateSignals"]
 
 ANSWER_STAGES = ("retrieval", "ensemble", "confidence")
 """The stages ``Answer`` calls: no entailment (evidence is checked when an entry is
@@ -69,8 +75,6 @@ _REASONS = {
     FailureKind.MALFORMED: gateway_pb2.FALLBACK_REASON_MALFORMED_RESPONSE,
 }
 _VERIFIED = retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
-_REVIEW_ENTRY = "review_entry"
-"""Trace detail the audit coin reads (the entry a reviewer would see); not stored."""
 
 
 @dataclass(frozen=True)
@@ -190,13 +194,13 @@ class AnswerPipeline:
         if not candidates:
             return self._fallback(trace, gateway_pb2.FALLBACK_REASON_UNVERIFIED)
         matches = self._match(trace, deadline, call_id, candidates)
-        signals = _candidate_signals(candidates, matches)
-        versions = _versions(trace, matches, self.settings.candidates)
+        signals = candidate_signals(candidates, matches)
+        versions = request_versions(trace, matches, self.settings.candidates)
         try:
             self.policy.scorer.check_versions(versions, strict=True)
         except FailedPreconditionError as exc:
             # Calibrated on another KB version or matcher: nothing here is certified.
-            _audit_signals(trace, candidates, signals, None)
+            audit_signals(trace, candidates, signals, None)
             self._warn_once("calibrator bound elsewhere", exc.message)
             return self._fallback(
                 trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD, error=exc.message
@@ -205,7 +209,7 @@ class AnswerPipeline:
             # A configured state, known before scoring: the trusted calibrator certified no
             # threshold for alpha. The gateway's own confidences are audited; nothing is asked.
             own = expected_scores(self.policy, signals)
-            _audit_signals(trace, candidates, signals, own)
+            audit_signals(trace, candidates, signals, own)
             response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD)
             response.confidence = max(score.confidence for score in own)
             return response
@@ -239,8 +243,8 @@ class AnswerPipeline:
         matches = self._match(trace, deadline, call_id, candidates)
         return CandidateSignals(
             tuple(hit.entry.id for hit in candidates),
-            tuple(_candidate_signals(candidates, matches)),
-            _versions(trace, matches, self.settings.candidates),
+            tuple(candidate_signals(candidates, matches)),
+            request_versions(trace, matches, self.settings.candidates),
         )
 
     def _call(self, stage: str, method: str, request: Any, timeout_s: float, **kw: Any) -> Any:
@@ -412,11 +416,11 @@ class AnswerPipeline:
         scores: Sequence[ScoreResult],
         kb_version: int,
     ) -> gateway_pb2.AnswerResponse:
-        _audit_signals(trace, candidates, signals, scores)
+        audit_signals(trace, candidates, signals, scores)
         best = max(range(len(candidates)), key=lambda i: scores[i].confidence)
         hit, score = candidates[best], scores[best]
         trace.detail["best_candidate"] = hit.entry.id
-        trace.detail[_REVIEW_ENTRY] = {
+        trace.detail[REVIEW_ENTRY] = {
             "id": hit.entry.id,
             "question": hit.entry.question,
             "answer": hit.entry.answer,
@@ -554,7 +558,9 @@ class AnswerPipeline:
     ) -> gateway_pb2.AnswerResponse:
         """Write the decision; if that fails, nothing unaudited is accepted."""
         try:
-            response.audit_id = self._write(trace, response)
+            response.audit_id = (
+                write_decision(self.store, self.audit, trace, response) if self.store else ""
+            )
         except TribunalError as exc:
             log.error("audit write failed; falling back", extra={"why": str(exc)})
             response = self._fallback(
@@ -562,163 +568,7 @@ class AnswerPipeline:
             )
         response.request_id = trace.request_id
         response.latencies.extend(trace.latency_messages())
-        record_decision("answer", _decision(response), _reason(response), trace.latencies_ms)
+        record_decision(
+            "answer", decision_name(response), reason_name(response), trace.latencies_ms
+        )
         return response
-
-    def _write(self, trace: RequestTrace, response: gateway_pb2.AnswerResponse) -> str:
-        """The audit record (and the escalation, if any); returns the audit id."""
-        if self.store is None:
-            return ""
-        has_confidence = response.HasField("confidence")
-        audit_id = uuid.uuid4().hex
-        review_entry = trace.detail.pop(_REVIEW_ENTRY, None)
-        escalate = trace.detail.get("escalate")
-        escalation = (
-            EscalationRecord(
-                query=trace.query,
-                chunk=str(escalate["answer"]),
-                reason=str(escalate.get("reason", "low_confidence_match")),
-                item_id=trace.request_id,
-                history=escalate,
-            )
-            if escalate is not None
-            else None
-        )
-        if self.audit is not None and escalation is None:
-            # The audit coin: a random, recorded share of ACCEPTs and FALLBACKs is reviewed.
-            draw, escalation = self.audit.sample(
-                audit_id,
-                decision=_decision(response),
-                confidence=response.confidence if has_confidence else None,
-                query=trace.query,
-                collection=trace.collection,
-                entry=review_entry,
-                calibrator_version=str((review_entry or {}).get("calibrator", "")),
-            )
-            trace.detail["audit"] = draw.to_json()
-        # One transaction: an escalation is never queued without its decision.
-        audit_id, _ = self.store.record_decision(
-            DecisionRecord(
-                id=audit_id,
-                kind="answer",
-                query=trace.query,
-                decision=_decision(response),
-                request_id=trace.request_id,
-                collection=trace.collection,
-                reason=_reason(response),
-                failed_stage=response.failed_stage,
-                error=str(trace.detail.get("error", "")),
-                confidence=response.confidence if has_confidence else None,
-                threshold=response.threshold if has_confidence else None,
-                kb_entry_id=response.kb_entry_id,
-                candidate_ids=trace.candidate_ids,
-                signals=trace.signals,
-                versions=trace.versions,
-                latencies_ms=dict(trace.latencies_ms),
-                total_ms=trace.total_ms(),
-                detail={k: v for k, v in trace.detail.items() if k != "error"},
-            ),
-            escalation,
-        )
-        return audit_id
-
-
-def _decision(response: gateway_pb2.AnswerResponse) -> str:
-    return common_pb2.Decision.Name(response.decision).removeprefix("DECISION_")
-
-
-def _reason(response: gateway_pb2.AnswerResponse) -> str:
-    if not response.fallback_reason:
-        return ""
-    return gateway_pb2.FallbackReason.Name(response.fallback_reason).removeprefix(
-        "FALLBACK_REASON_"
-    )
-
-
-def _versions(
-    trace: RequestTrace, matches: Sequence[ensemble_pb2.MatchResponse], candidates: int
-) -> RequestVersions:
-    """The KB content version retrieval reported, the matcher that matched, and how many
-    candidates this gateway scores."""
-    first = matches[0]
-    return RequestVersions(
-        collection_version=str(trace.versions.get("kb", {}).get("content", "")),
-        matcher=f"{first.aggregator}:{first.artifact_version}",
-        candidates=candidates,
-    )
-
-
-def _audit_signals(
-    trace: RequestTrace,
-    candidates: Sequence[retrieval_pb2.SearchHit],
-    signals: Sequence[confidence_pb2.Signals],
-    scores: Sequence[ScoreResult] | None,
-) -> None:
-    """Every candidate's signals (and verdict, when scored) go into the audit record."""
-    for index, (hit, item_signals) in enumerate(zip(candidates, signals, strict=True)):
-        record: dict[str, Any] = {
-            "signals": MessageToDict(item_signals, preserving_proto_field_name=True)
-        }
-        if scores is not None:
-            record["confidence"] = scores[index].confidence
-            record["decision"] = scores[index].decision.value.upper()
-        trace.signals[hit.entry.id] = record
-
-
-ANSWER_CLASS_KEY = "answer_class"
-"""Entry metadata naming the entry's answer class: entries with the same value are one
-answer (e.g. the reviewed classes of ``tribunal answer-classes build``)."""
-
-
-def answer_key(hit: retrieval_pb2.SearchHit) -> str:
-    """What makes two candidates the same answer: the same ``answer_class`` metadata, or
-    else the same answer text, case and spacing aside (two entries serving one answer —
-    an FAQ question filed twice, or once per phrasing — are one answer, not rivals)."""
-    named = hit.entry.metadata.get(ANSWER_CLASS_KEY, "").strip()
-    if named:
-        return "class:" + named
-    return "text:" + " ".join(hit.entry.answer.split()).casefold()
-
-
-def _candidate_signals(
-    candidates: Sequence[retrieval_pb2.SearchHit], matches: Sequence[ensemble_pb2.MatchResponse]
-) -> list[confidence_pb2.Signals]:
-    """Each candidate's signals, with its P(match) margin over the query's candidates that
-    give *another answer* (how clearly it beats the alternatives; absent when no candidate
-    gives another answer). Phrasings of one entry are one candidate already; candidates
-    with the same answer text are one answer (:func:`answer_key`), so the same answer
-    filed twice does not cancel its own margin."""
-    signals = [_signals(hit, match) for hit, match in zip(candidates, matches, strict=True)]
-    keys = [answer_key(hit) for hit in candidates]
-    p_match = [match.p_match for match in matches]
-    for index, item in enumerate(signals):
-        rivals = [p for other, p in enumerate(p_match) if keys[other] != keys[index]]
-        if rivals:
-            item.ensemble_p_match_margin = p_match[index] - max(rivals)
-    return signals
-
-
-def _signals(
-    hit: retrieval_pb2.SearchHit, match: ensemble_pb2.MatchResponse
-) -> confidence_pb2.Signals:
-    """What the confidence service sees for one candidate; a signal not measured is absent.
-
-    The entailment signals come from the entry's stored verification (query-independent,
-    checked when the entry was written): absent for a self-evidenced entry.
-    """
-    signals = confidence_pb2.Signals(
-        retrieval_score=hit.score,
-        retrieval_rank=hit.rank,
-        ensemble_p_match=match.p_match,
-    )
-    if hit.HasField("dense_score"):
-        signals.dense_score = hit.dense_score
-    if hit.HasField("sparse_score"):
-        signals.sparse_score = hit.sparse_score
-    for judge in match.judges:
-        signals.judge_p_yes[judge.judge] = judge.p_yes
-    verification = hit.verification
-    if verification.verdict == _VERIFIED and verification.chunk_p_entail:
-        signals.entailment_p_entail = max(verification.chunk_p_entail.values())
-        signals.supporting_passages = len(verification.entailed_chunk_ids)
-    return signals
