@@ -33,14 +33,13 @@ from ..embedding import Embedder, prefetch_query_vectors, shared_profile_embedde
 from ..kb import KbEntry
 from ._collection import Collection
 from ._dense import UnitMatch
-from ._fusion import reciprocal_rank_fusion
-from ._rerank import Reranker, rerank_order, rerank_passage
+from ._ranking import fuse, rerank, uses_dense, uses_sparse
+from ._rerank import Reranker
 from ._signing import KbSigner, SignedRecord
 from ._types import (
     CollectionStats,
     DeleteResult,
     SearchHit,
-    SearchMode,
     SearchQuery,
     SearchResult,
     SignResult,
@@ -91,38 +90,6 @@ class VerifyReport:
         for _, verification in self.entries:
             out[verification.verdict.value] = out.get(verification.verdict.value, 0) + 1
         return out
-
-
-def _uses_dense(query: SearchQuery) -> bool:
-    return query.mode in (SearchMode.HYBRID, SearchMode.DENSE)
-
-
-def _uses_sparse(query: SearchQuery) -> bool:
-    return query.mode in (SearchMode.HYBRID, SearchMode.SPARSE)
-
-
-class _Candidate:
-    """One entry on its way through fusion and reranking."""
-
-    __slots__ = ("dense", "dense_rank", "entry_id", "rerank", "score", "sparse", "sparse_rank")
-
-    def __init__(self, entry_id: str, score: float) -> None:
-        self.entry_id = entry_id
-        self.score = score
-        self.dense: UnitMatch | None = None
-        self.dense_rank: int | None = None
-        self.sparse: UnitMatch | None = None
-        self.sparse_rank: int | None = None
-        self.rerank: float | None = None
-
-    def matched_unit(self) -> str:
-        # The unit of whichever retriever ranked the entry higher (dense on ties).
-        if self.dense is not None and (
-            self.sparse is None or (self.dense_rank or 0) <= (self.sparse_rank or 0)
-        ):
-            return self.dense.unit_id
-        assert self.sparse is not None
-        return self.sparse.unit_id
 
 
 def stored_content_version(settings: Settings, collection: str) -> str | None:
@@ -448,7 +415,7 @@ class KnowledgeBase:
         self, queries: Sequence[SearchQuery], vectors: NDArray[np.float32] | None
     ) -> list[SearchResult]:
         stages: list[dict[str, float]] = [{} for _ in queries]
-        dense_positions = [i for i, q in enumerate(queries) if _uses_dense(q)]
+        dense_positions = [i for i, q in enumerate(queries) if uses_dense(q)]
         if dense_positions and vectors is None:
             started = time.perf_counter()
             embedded = self.embed_queries([queries[i].text for i in dense_positions])
@@ -481,7 +448,7 @@ class KnowledgeBase:
         out: list[list[UnitMatch] | None] = [None] * len(queries)
         by_collection: dict[str, list[int]] = {}
         for i, query in enumerate(queries):
-            if _uses_dense(query) if dense else _uses_sparse(query):
+            if uses_dense(query) if dense else uses_sparse(query):
                 by_collection.setdefault(query.collection, []).append(i)
         for name, positions in by_collection.items():
             collection = self.collection(name)
@@ -506,7 +473,7 @@ class KnowledgeBase:
         stages: dict[str, float],
     ) -> SearchResult:
         started = time.perf_counter()
-        candidates = self._fuse(query, dense, sparse)
+        candidates = fuse(query, dense, sparse, rrf_k=self.settings.rrf_k)
         stages["fuse"] = (time.perf_counter() - started) * 1000
         head_size = max(query.top_k, self.settings.rerank_head if query.rerank else 0)
         head = candidates[:head_size]
@@ -518,7 +485,10 @@ class KnowledgeBase:
         head = [c for c in head if c.entry_id in entries]
         if query.rerank:
             started = time.perf_counter()
-            head = self._rerank(query, head, entries)
+            assert self.reranker is not None
+            head = rerank(
+                self.reranker, query, head, entries, rerank_head=self.settings.rerank_head
+            )
             stages["rerank"] = (time.perf_counter() - started) * 1000
         hits = tuple(
             SearchHit(
@@ -543,46 +513,6 @@ class KnowledgeBase:
             kb_content_version=self.collection(query.collection).content_version(),
             signed_head=signed_head,
         )
-
-    def _fuse(
-        self,
-        query: SearchQuery,
-        dense: list[UnitMatch] | None,
-        sparse: list[UnitMatch] | None,
-    ) -> list[_Candidate]:
-        by_id: dict[str, _Candidate] = {}
-        if query.mode is SearchMode.HYBRID:
-            rankings = [[m.entry_id for m in dense or []], [m.entry_id for m in sparse or []]]
-            for entry_id, score in reciprocal_rank_fusion(rankings, k=self.settings.rrf_k):
-                by_id[entry_id] = _Candidate(entry_id, score)
-        else:
-            single = dense if query.mode is SearchMode.DENSE else sparse
-            for match in single or []:
-                by_id[match.entry_id] = _Candidate(match.entry_id, match.score)
-        for rank, match in enumerate(dense or [], start=1):
-            if match.entry_id in by_id:
-                by_id[match.entry_id].dense, by_id[match.entry_id].dense_rank = match, rank
-        for rank, match in enumerate(sparse or [], start=1):
-            if match.entry_id in by_id:
-                by_id[match.entry_id].sparse, by_id[match.entry_id].sparse_rank = match, rank
-        return list(by_id.values())
-
-    def _rerank(
-        self, query: SearchQuery, head: list[_Candidate], entries: dict[str, KbEntry]
-    ) -> list[_Candidate]:
-        assert self.reranker is not None
-        reranked = head[: self.settings.rerank_head]
-        passages = [rerank_passage(entries[c.entry_id], c.matched_unit()) for c in reranked]
-        scores = self.reranker.score(query.text, passages) if passages else []
-        if len(scores) != len(passages):
-            raise InternalError(
-                f"reranker {self.reranker.name} returned {len(scores)} scores "
-                f"for {len(passages)} passages"
-            )
-        for candidate, score in zip(reranked, scores, strict=True):
-            candidate.rerank = float(score)
-        # The rest of the head keeps its fused order below the reranked part.
-        return [reranked[i] for i in rerank_order(scores)] + head[len(reranked) :]
 
     def snapshot(self) -> None:
         """Snapshot every collection's indexes (those that failed to load are skipped)."""
