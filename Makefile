@@ -11,8 +11,10 @@ export RAY_TMPDIR ?= $(CURDIR)/.build/ray
 # llama-cpp-python (the llamacpp extra: `make llm`, and the dev set) compiles llama.cpp
 # from source (~6-10 min on 2 cores; pip caches the wheel). Not -march=native: these VMs
 # advertise AMX but fault on its first tile instruction (SIGSEGV in
-# ggml_backend_amx_mul_mat), so build for AVX2 explicitly.
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+# ggml_backend_amx_mul_mat), so build for AVX2 explicitly. LLAVA_BUILD=OFF: no multimodal
+# library (Tribunal runs text models only; llama_cpp loads it only for image chat), 13%
+# less compile time (169 s against 195 s on 2 idle cores).
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
 .DEFAULT_GOAL := help
 .PHONY: help install models demo-models llm demo test test-all test-fast fuzz lint format protos protos-check bench serve serve-stop clean k8s-check k8s-manifests browser

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from tribunal.cli import main
-from tribunal.commands.ask import read_queries, summary_markdown
+from tribunal.commands._ask_rows import read_queries, summary_markdown
 from tribunal.core import InvalidArgumentError, load_settings
 from tribunal.gateway.servicer import build_host
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tribunal.commands.ask import AskedQuery, _row, summary_markdown, with_answer_classes
+from tribunal.commands._ask_rows import (
+    AskedQuery,
+    reply_row,
+    summary_markdown,
+    with_answer_classes,
+)
 from tribunal.confidence import AnswerClasses, ClassRule
 from tribunal.core import NotFoundError
 from tribunal.v1 import common_pb2, gateway_pb2
@@ -43,11 +48,13 @@ def test_an_entry_of_the_right_class_is_right(tmp_path: Path) -> None:
         None,
     ]
     # The CDC's answer to the WHO's question: wrong by the single id, right by the class.
-    assert _row(queries[0], _accepted("cdc-symptoms"), 0.1)["correct"] is False
+    assert reply_row(queries[0], _accepted("cdc-symptoms"), 0.1)["correct"] is False
     rows = [
-        _row(widened[0], _accepted("cdc-symptoms"), 0.1),
-        _row(widened[1], _accepted("who-symptoms"), 0.1),
-        _row(widened[2], gateway_pb2.AnswerResponse(decision=common_pb2.DECISION_FALLBACK), 0.1),
+        reply_row(widened[0], _accepted("cdc-symptoms"), 0.1),
+        reply_row(widened[1], _accepted("who-symptoms"), 0.1),
+        reply_row(
+            widened[2], gateway_pb2.AnswerResponse(decision=common_pb2.DECISION_FALLBACK), 0.1
+        ),
     ]
     assert [r["correct"] for r in rows] == [True, False, True]
     summary = summary_markdown(rows, 1.0)
