@@ -9,9 +9,11 @@ stage that needs one otherwise refuses with a message naming this command.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..core import InvalidArgumentError, Settings, load_settings
 from ..core.models import CATALOG, ModelArtifact, ModelStore, get_artifact
@@ -174,20 +176,43 @@ def _install(args: argparse.Namespace) -> int:
 def _convert_for_transformers(
     settings: Settings, wanted: Sequence[tuple[str, ModelArtifact]]
 ) -> None:
-    """On the transformers backend, dequantise each GGUF LLM now, once, one at a time:
-    otherwise the first stage to load one pays minutes and several GB at its peak, and
-    two processes starting together hold two such peaks at once."""
+    """On the transformers backend, dequantise each GGUF LLM now, once: otherwise the
+    first stage to load one pays minutes and several GB at its peak, and two processes
+    starting together hold two such peaks at once. Two conversions run at a time, each
+    in a process of its own (one conversion is mostly one core's work, and a process
+    loads one model at a time); the largest first."""
     if settings.llm_backend != "transformers":
         return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    todo = [
+        (key, artifact)
+        for key, artifact in wanted
+        if artifact.kind == "gguf" and settings.models[key].kind == "llm"
+    ]
+    if not todo:
+        return
+    from ..core import model_path
+
+    todo.sort(key=lambda item: -model_path(settings, item[0]).stat().st_size)
+    workers = min(2, len(todo), os.cpu_count() or 1)
+    spawn = multiprocessing.get_context("spawn")  # no copy of this process's threads
+    with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
+        futures = {pool.submit(_convert_one, settings, key): a.id for key, a in todo}
+        for future in as_completed(futures):
+            folder, seconds = future.result()
+            print(
+                f"{'for transformers':18} {futures[future]:38} {'':>13} {seconds:6.1f} s  {folder}"
+            )
+
+
+def _convert_one(settings: Settings, key: str) -> tuple[Path, float]:
     from ..core.llm import converted_source
 
-    for key, artifact in wanted:
-        if artifact.kind != "gguf" or settings.models[key].kind != "llm":
-            continue
-        started = time.perf_counter()
-        folder = converted_source(settings, key)
-        seconds = time.perf_counter() - started
-        print(f"{'for transformers':18} {artifact.id:38} {'':>13} {seconds:6.1f} s  {folder}")
+    started = time.perf_counter()
+    folder = converted_source(settings, key)
+    return folder, time.perf_counter() - started
 
 
 def _list(args: argparse.Namespace) -> int:
