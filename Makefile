@@ -36,23 +36,10 @@ $(BIN)/.installed-runtime: pyproject.toml
 	  echo "== [install] runtime done in $$(( $$(date +%s) - started )) s"
 	touch $@
 
-# llama-cpp-python has no wheel on PyPI: it is compiled (minutes) into .build/wheels by
-# `pip wheel`, apart from the venv, so that `make test` compiles it while the models
-# download and convert; the dev set then installs it from there (pip caches it too).
-LLAMA_WHEELS := .build/wheels
-LLAMA_PIN = $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | sed 's/\[server\]//')
-$(LLAMA_WHEELS)/.built: $(BIN)/.installed-runtime pyproject.toml
-	@echo "== [install] compiling $(LLAMA_PIN) (once; pip caches the wheel)"
-	@mkdir -p $(LLAMA_WHEELS)
+$(BIN)/.installed-dev: $(BIN)/.installed-runtime pyproject.toml
+	@echo "== [install] the dev set: every extra, the lab, test and lint tools (llama.cpp compiles once)"
 	@started=$$(date +%s); \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --progress-bar off --no-deps -w $(LLAMA_WHEELS) '$(LLAMA_PIN)' && \
-	  echo "== [install] $(LLAMA_PIN) built in $$(( $$(date +%s) - started )) s"
-	touch $@
-
-$(BIN)/.installed-dev: $(BIN)/.installed-runtime pyproject.toml | $(LLAMA_WHEELS)/.built
-	@echo "== [install] the dev set: every extra, the lab, test and lint tools"
-	@started=$$(date +%s); \
-	  $(BIN)/pip install --progress-bar off --no-compile --find-links $(LLAMA_WHEELS) -e '.[dev]' && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off --no-compile -e '.[dev]' && \
 	  echo "== [install] dev set done in $$(( $$(date +%s) - started )) s"
 	touch $@
 
@@ -74,11 +61,7 @@ demo: demo-models ## the main job: install the runtime and the models it uses, b
 # Two test processes (pytest-xdist): while one waits on a Ray start, a subprocess or a
 # server, the other runs; tests that start a Ray share one process (see tests/conftest.py).
 TEST_WORKERS ?= 2
-# The llama.cpp compile and the models' downloads and conversions run side by side (two
-# jobs): neither touches what the other writes.
-test: ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1; no sudo)
-	$(MAKE) -j2 $(LLAMA_WHEELS)/.built models
-	$(MAKE) install
+test: install models ## the test suite CI runs (real models, gRPC, Ray, PostgreSQL at 127.0.0.1; no sudo)
 	$(BIN)/pytest -q -m "not extended" -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-all: install models ## every test, including the `extended` ones CI covers more broadly

@@ -70,14 +70,7 @@ def test_make_demo_installs_the_runtime_only_and_make_test_needs_no_sudo(tmp_pat
     assert "tribunal models install --profile tiny\n" in demo  # no --with-llms
     assert "tribunal demo --profile tiny --data ../shared/data/covid-qa" in demo
     test = _dry_run("test", tmp_path)
-    # llama.cpp is compiled apart from the venv, beside the models (two jobs), then the
-    # dev set installs its wheel.
-    assert "make -j2 .build/wheels/.built models" in test
-    assert "pip wheel --progress-bar off --no-deps -w .build/wheels 'llama-cpp-python==" in test
-    assert "-DLLAVA_BUILD=OFF" in test
-    assert (
-        "pip install --progress-bar off --no-compile --find-links .build/wheels -e '.[dev]'" in test
-    )
+    assert "pip install --progress-bar off --no-compile -e '.[dev]'" in test
     assert "models install --profile tiny --with-llms" in test
     assert "sudo" not in test
     assert "apt-get" not in test
