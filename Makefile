@@ -9,7 +9,7 @@ DATA ?= ../shared/data/covid-qa
 # Ray writes logs under its temp dir; keep them in the build area.
 export RAY_TMPDIR ?= $(CURDIR)/.build/ray
 # llama-cpp-python (the llamacpp extra: `make llm`, and the dev set) compiles llama.cpp
-# from source (~6-10 min on 2 cores; pip caches the wheel). Not -march=native: these VMs
+# from source (~3 min on 2 idle cores; pip caches the wheel). Not -march=native: these VMs
 # advertise AMX but fault on its first tile instruction (SIGSEGV in
 # ggml_backend_amx_mul_mat), so build for AVX2 explicitly. LLAVA_BUILD=OFF: no multimodal
 # library (Tribunal runs text models only; llama_cpp loads it only for image chat), 13%
