@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core import InvalidArgumentError, Settings, load_settings
+from ..core import InvalidArgumentError, Settings, load_settings, model_path
 from ..core.models import CATALOG, ModelArtifact, ModelStore, get_artifact
 
 __all__ = ["install_selection", "main_job_model_keys", "register"]
@@ -193,8 +193,6 @@ def _convert_for_transformers(
     ]
     if not todo:
         return
-    from ..core import model_path
-
     todo.sort(key=lambda item: -model_path(settings, item[0]).stat().st_size)
     workers = min(2, len(todo), os.cpu_count() or 1)
     spawn = multiprocessing.get_context("spawn")  # no copy of this process's threads
