@@ -8,8 +8,8 @@ PROFILE ?= tiny
 DATA ?= ../shared/data/covid-qa
 # Ray writes logs under its temp dir; keep them in the build area.
 export RAY_TMPDIR ?= $(CURDIR)/.build/ray
-# llama-cpp-python (the llamacpp extra: `make llm`, and the dev set) compiles llama.cpp
-# from source (~3 min on 2 idle cores; pip caches the wheel). Not -march=native: these VMs
+# llama-cpp-python (the llamacpp extra: `make llm`; CI builds it) compiles llama.cpp from
+# source (~3 min on 2 idle cores; pip caches the wheel). Not -march=native: these VMs
 # advertise AMX but fault on its first tile instruction (SIGSEGV in
 # ggml_backend_amx_mul_mat), so build for AVX2 explicitly. LLAVA_BUILD=OFF: no multimodal
 # library (Tribunal runs text models only; llama_cpp loads it only for image chat), 13%
@@ -24,8 +24,10 @@ help: ## list the targets
 
 # Two install sets, each with its own stamp, so neither reinstalls what the other did:
 # the runtime (what `make demo` runs: Tribunal and FAISS for the CPU, no compiler, no
-# dev tools), and on top of it the dev set (`make install`, `make test`): every extra
-# (llamacpp, review, k8s, analysis), the lab and the test and lint tools. --no-compile:
+# dev tools), and on top of it the dev set (`make install`, `make test`): the extras that
+# install as wheels (review, k8s, analysis, tune), the lab and the test and lint tools.
+# The llamacpp extra compiles, so it is `make llm`'s; without it the tests run their
+# LLMs on transformers and skip the llama.cpp engine's own tests. --no-compile:
 # Python compiles what it imports when it first imports it, not all of torch and Ray now.
 $(BIN)/.installed-runtime: pyproject.toml
 	@echo "== [install] .venv with Tribunal's runtime and FAISS for the CPU"
@@ -37,9 +39,9 @@ $(BIN)/.installed-runtime: pyproject.toml
 	touch $@
 
 $(BIN)/.installed-dev: $(BIN)/.installed-runtime pyproject.toml
-	@echo "== [install] the dev set: every extra, the lab, test and lint tools (llama.cpp compiles once)"
+	@echo "== [install] the dev set: the extras, the lab, test and lint tools (llama.cpp: make llm)"
 	@started=$$(date +%s); \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off --no-compile -e '.[dev]' && \
+	  $(BIN)/pip install --progress-bar off --no-compile -e '.[dev]' && \
 	  echo "== [install] dev set done in $$(( $$(date +%s) - started )) s"
 	touch $@
 
@@ -51,7 +53,7 @@ models: $(BIN)/.installed-runtime ## every non-optional model weight of the prof
 demo-models: $(BIN)/.installed-runtime
 	$(BIN)/tribunal models install --profile $(PROFILE)
 
-llm: $(BIN)/.installed-runtime ## the LLM stages' extras: llama.cpp backend (compiled) and the LLM weights
+llm: $(BIN)/.installed-runtime ## the llama.cpp backend (compiled, ~3 min) and the LLM weights; the tests then run on it
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --progress-bar off --no-compile -e '.[llamacpp]'
 	$(BIN)/tribunal models install --profile $(PROFILE) --with-llms
 

@@ -59,6 +59,8 @@ from tests.integration._admin import ADMIN_TOKEN, as_admin
 from tests.integration._retrieval import ENTRIES
 from tests.unit._debate_engine import ScriptedEngine, turn_json
 
+from ._llm_backend import LLM_BACKEND
+
 KINDS = ("mutation", "random", "bytes", "deadline_1ms", "oversize")
 TIMEOUT_S = 20.0
 HANG_SLACK_S = 5.0
@@ -232,7 +234,7 @@ def stack_overrides(root: Path) -> dict[str, Any]:
     return {
         "data_dir": str(root / "data"),
         "database_url": f"sqlite:///{root}/audit.db",
-        "llm_backend": "llamacpp",
+        "llm_backend": LLM_BACKEND,
         "llm": {"n_threads": 1},
         "server": {
             "port": 0,

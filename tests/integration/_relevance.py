@@ -13,6 +13,8 @@ from pathlib import Path
 from tribunal.ensemble import RelevanceArtifact
 from tribunal.ensemble._relevance import RelevanceFeature
 
+from ._llm_backend import LLM_BACKEND
+
 TINY_FEATURES = (
     RelevanceFeature("llm_tiny/yesno", "llm_p_yes", "llm_tiny", "relevance/yesno@1"),
     RelevanceFeature("embedder/cosine", "cosine", "embedder"),
@@ -35,7 +37,7 @@ def tiny_artifact(
         threshold=threshold,
         band_low=band[0],
         band_high=band[1],
-        backend="llamacpp",
+        backend=LLM_BACKEND,
         fitted_on={"data": "chosen by the test", "n": 0},
     )
 

@@ -15,6 +15,8 @@ from tribunal.core import load_settings
 from tribunal.debate import DebateItem, build_debate
 from tribunal.v1 import debate_pb2
 
+from ._llm_backend import LLM_BACKEND
+
 pytestmark = pytest.mark.ray
 
 ITEMS = [
@@ -35,7 +37,7 @@ def test_concurrent_single_items_through_the_handle_match_in_process() -> None:
     assert base.roles is not None
     settings = load_settings(
         "tiny",
-        llm_backend="llamacpp",
+        llm_backend=LLM_BACKEND,
         llm={"n_threads": 1},
         roles={**base.roles.model_dump(), "debate_agents": ["llm_tiny", "llm_tiny"]},
         debate={

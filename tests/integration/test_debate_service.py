@@ -17,6 +17,8 @@ from tribunal.debate import DebateItem, DebateOutcome, build_debate
 from tribunal.debate.servicer import build_host
 from tribunal.v1 import common_pb2, debate_pb2, debate_pb2_grpc
 
+from ._llm_backend import LLM_BACKEND
+
 CHUNK = (
     "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was built "
     "from 1887 to 1889 as the entrance arch of the 1889 World's Fair."
@@ -29,7 +31,7 @@ def _settings(agent: str, **debate: Any) -> Settings:
     roles = {**base.roles.model_dump(), "debate_agents": [agent, agent], "adjudicator": agent}
     return load_settings(
         "tiny",
-        llm_backend="llamacpp",
+        llm_backend=LLM_BACKEND,
         roles=roles,
         server={"port": 0, "metrics_port": None},
         llm={"n_threads": 1},

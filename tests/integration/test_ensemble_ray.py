@@ -20,6 +20,8 @@ from tribunal.v1 import common_pb2, ensemble_pb2
 
 from tests.integration._relevance import write_tiny_artifact
 
+from ._llm_backend import LLM_BACKEND
+
 pytestmark = pytest.mark.ray
 
 ENTRY = KbEntry(
@@ -47,7 +49,7 @@ def test_concurrent_single_pairs_through_the_handle_match_in_process(tmp_path: P
     relevance = write_tiny_artifact(tmp_path / "relevance.json")
     settings = load_settings(
         "tiny",
-        llm_backend="llamacpp",
+        llm_backend=LLM_BACKEND,
         ensemble={
             "matcher": "judges",
             "aggregator": "majority",

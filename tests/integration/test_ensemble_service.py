@@ -22,6 +22,8 @@ from tribunal.ensemble._weighted import WeightedVote
 from tribunal.ensemble.servicer import build_host
 from tribunal.v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc
 
+from ._llm_backend import LLM_BACKEND
+
 JUDGES = ("llm_tiny/ral2m", "llm_tiny/ral2m-augmented")
 ENTRY = common_pb2.KbEntry(
     id="faq-1",
@@ -68,7 +70,7 @@ def artifact(tmp_path_factory: pytest.TempPathFactory) -> EnsembleArtifact:
 def _settings(**ensemble: object) -> Settings:
     return load_settings(
         "tiny",
-        llm_backend="llamacpp",
+        llm_backend=LLM_BACKEND,
         server={"port": 0, "metrics_port": None},
         ensemble={"matcher": "judges", **ensemble},
     )

@@ -16,6 +16,8 @@ from tribunal.entailment._llm_checker import LlmSupportChecker
 from tribunal.entailment.servicer import build_host
 from tribunal.v1 import entailment_pb2, entailment_pb2_grpc
 
+from ._llm_backend import LLM_BACKEND
+
 PARIS = "Paris is the capital and largest city of France, with about two million residents."
 
 
@@ -23,7 +25,7 @@ PARIS = "Paris is the capital and largest city of France, with about two million
 def settings() -> Settings:
     return load_settings(
         "tiny",
-        llm_backend="llamacpp",
+        llm_backend=LLM_BACKEND,
         server={"port": 0, "metrics_port": None},
         entailment={"uncertain_low": 0.0, "uncertain_high": 1.0},  # always reach stage 2
     )

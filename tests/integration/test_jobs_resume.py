@@ -26,6 +26,8 @@ from tribunal.jobs._tables import JobItemRow
 from tests.conftest import REPO, SHARED
 from tests.integration._relevance import write_tiny_artifact
 
+from ._llm_backend import LLM_BACKEND
+
 ITEMS = 16
 JOB = "resume-dl19"
 
@@ -53,7 +55,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env.update(
         {
             "TRIBUNAL_DATA_DIR": str(tmp_path / "data"),
-            "TRIBUNAL_LLM_BACKEND": "llamacpp",
+            "TRIBUNAL_LLM_BACKEND": LLM_BACKEND,
             "TRIBUNAL_LLM__N_THREADS": "1",
             "TRIBUNAL_ENSEMBLE__JUDGES": '["llm_tiny/ral2m"]',
             "TRIBUNAL_ENSEMBLE__AGGREGATOR": "majority",

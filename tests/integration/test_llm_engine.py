@@ -31,12 +31,10 @@ from tribunal.core.llm import (
 )
 from tribunal.prompts import get_prompt
 
+from ._llm_backend import HAS_LLAMACPP, LLM_BACKEND, MISSING, needs_llamacpp
+
 pytestmark = pytest.mark.models
 
-HAS_LLAMACPP = importlib.util.find_spec("llama_cpp") is not None
-needs_llamacpp = pytest.mark.skipif(
-    not HAS_LLAMACPP, reason="llama-cpp-python not installed (make install adds it)"
-)
 
 PARIS = "Is Paris the capital of France? Answer yes or no."
 BERLIN = "Is Berlin the capital of France? Answer yes or no."
@@ -76,7 +74,7 @@ def module_settings() -> Settings:
 def strong(request: pytest.FixtureRequest, module_settings: Settings) -> LLMEngine[Any]:
     """The 1.5B model on each in-process backend."""
     if request.param == "llamacpp" and not HAS_LLAMACPP:
-        pytest.skip("llama-cpp-python not installed")
+        pytest.skip(MISSING)
     return shared_engine(module_settings, "llm_strong", backend=request.param)
 
 
@@ -88,7 +86,7 @@ def strong(request: pytest.FixtureRequest, module_settings: Settings) -> LLMEngi
 def engine(request: pytest.FixtureRequest, module_settings: Settings) -> LLMEngine[Any]:
     backend, key = request.param
     if backend == "llamacpp" and not HAS_LLAMACPP:
-        pytest.skip("llama-cpp-python not installed")
+        pytest.skip(MISSING)
     return shared_engine(module_settings, key, backend=backend)
 
 
@@ -263,7 +261,7 @@ def test_unsatisfiable_schema_is_retried_then_refused(module_settings: Settings)
 def test_prompt_length_is_bounded_and_templates_truncate_to_fit(
     module_settings: Settings,
 ) -> None:
-    backend = "llamacpp" if HAS_LLAMACPP else "transformers"
+    backend = LLM_BACKEND
     settings = module_settings.model_copy(
         update={"llm": module_settings.llm.model_copy(update={"max_prompt_tokens": 160})}
     )

@@ -27,6 +27,8 @@ from tribunal.v1 import common_pb2, ensemble_pb2, ensemble_pb2_grpc, gateway_pb2
 from tests.integration import _scripted_stages
 from tests.integration._relevance import tiny_artifact, write_tiny_artifact
 
+from ._llm_backend import LLM_BACKEND
+
 pytestmark = pytest.mark.models
 
 QUERY = "how long does it take for symptoms to appear after exposure"
@@ -38,7 +40,7 @@ def _settings(**ensemble: object) -> Settings:
     # The 135M judge alone, majority of one: Match needs no trained artifact.
     return load_settings(
         "tiny",
-        llm_backend="llamacpp",
+        llm_backend=LLM_BACKEND,
         server={"port": 0, "metrics_port": None, "grace_seconds": 0.5},
         ensemble={
             "matcher": "judges",
@@ -81,7 +83,7 @@ def test_the_verdict_is_the_artifacts_formula_over_the_models_features(
         assert verdict.prompt_tokens > 0
     # The features are the models' own numbers, not the judge's: P(yes) read from the
     # engine on the rendered prompt, the cosine of the embedder's unit vectors.
-    engine = shared_engine(_settings(), "llm_tiny", backend="llamacpp")
+    engine = shared_engine(_settings(), "llm_tiny", backend=LLM_BACKEND)
     prompt = get_prompt("relevance/yesno@1").render(engine, query=QUERY, passage=RELEVANT)
     # llama.cpp picks other matmul kernels when a reused prefix shortens the tokens it
     # evaluates: the same prompt moves by up to ~0.03 (see test_llm_engine.py).

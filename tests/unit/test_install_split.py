@@ -1,10 +1,11 @@
 """What a newcomer's first commands install: `make demo` the runtime and the main job's
-models only; `make test` the dev set and every model; `make llm` the LLM extras; no
-command but `make browser` asks for sudo."""
+models only; `make test` the dev set and every model, nothing compiled; `make llm` the
+llama.cpp backend; no command but `make browser` asks for sudo."""
 
 from __future__ import annotations
 
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -74,9 +75,20 @@ def test_make_demo_installs_the_runtime_only_and_make_test_needs_no_sudo(tmp_pat
     assert "models install --profile tiny --with-llms" in test
     assert "sudo" not in test
     assert "apt-get" not in test
+    assert "CMAKE_ARGS" not in test  # llama.cpp is `make llm`'s build, not `make test`'s
     llm = _dry_run("llm", tmp_path)
+    assert "CMAKE_ARGS=" in llm
     assert "-e '.[llamacpp]'" in llm
     assert "--with-llms" in llm
+
+
+def test_the_dev_set_compiles_nothing_and_ci_builds_llama_cpp_before_the_tests() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    dev = project["optional-dependencies"]["dev"]
+    assert not any("llamacpp" in line or "llama-cpp" in line for line in dev)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ci.index("\nmake llm\n") < ci.index("\nmake test\n")
+    assert "TRIBUNAL_REQUIRE_LLAMACPP=1" in ci
 
 
 def test_each_install_set_has_its_own_stamp(tmp_path: Path) -> None:
