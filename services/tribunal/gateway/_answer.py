@@ -25,7 +25,6 @@ import logging
 import math
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..audit import NORMAL
@@ -39,6 +38,7 @@ from ..core import (
 )
 from ..core.storage import Database
 from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, gateway_pb2, retrieval_pb2
+from ._accept import build_accept
 from ._answer_record import (
     REVIEW_ENTRY,
     audit_signals,
@@ -46,7 +46,7 @@ from ._answer_record import (
     reason_name,
     write_decision,
 )
-from ._candidates import candidate_signals, request_versions
+from ._candidates import CandidateSignals, candidate_signals, request_versions
 from ._checks import (
     AnswerPolicy,
     check_matches,
@@ -74,18 +74,6 @@ _REASONS = {
     FailureKind.TIMEOUT: gateway_pb2.FALLBACK_REASON_STAGE_TIMEOUT,
     FailureKind.MALFORMED: gateway_pb2.FALLBACK_REASON_MALFORMED_RESPONSE,
 }
-_VERIFIED = retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
-
-
-@dataclass(frozen=True)
-class CandidateSignals:
-    """What the gateway sends to the confidence service for one query, before scoring."""
-
-    entry_ids: tuple[str, ...]
-    """The servable candidates, best retrieval rank first."""
-    signals: tuple[confidence_pb2.Signals, ...]
-    versions: RequestVersions
-    """The KB content version retrieval reported and the matcher that matched."""
 
 
 class AnswerPipeline:
@@ -438,7 +426,7 @@ class AnswerPipeline:
                 if safe is not None:
                     return safe
         if score.decision.value == "accept":
-            return self._accept(trace, hit, score, kb_version)
+            return build_accept(trace, hit, score, kb_version, self.policy)
         response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_LOW_CONFIDENCE)
         response.confidence = score.confidence
         response.threshold = score.threshold
@@ -489,52 +477,6 @@ class AnswerPipeline:
                 "reason": "safe_mode",
             }
         return response
-
-    def _accept(
-        self,
-        trace: RequestTrace,
-        hit: retrieval_pb2.SearchHit,
-        score: ScoreResult,
-        kb_version: int,
-    ) -> gateway_pb2.AnswerResponse:
-        """The only place an ACCEPT is built: the invariants are asserted once more here."""
-        verification = hit.verification
-        if not score.confidence >= score.threshold or serving_problem(hit, self.policy):
-            raise StageError("gateway", FailureKind.ERROR, "an ACCEPT failed its own invariants")
-        policy = "verified" if verification.verdict == _VERIFIED else "self_evidenced"
-        chunks = {chunk.id: chunk for chunk in hit.entry.chunks}
-        served = {
-            "kb_entry_id": hit.entry.id,
-            "answer_sha256": verification.answer_sha256,
-            "entry_sha256": verification.entry_sha256,
-            "kb_version": kb_version,
-            "evidence_policy": policy,
-            "checker_version": verification.checker_version,
-            "verified_at": verification.verified_at,
-            "entailed_chunk_ids": list(verification.entailed_chunk_ids),
-            "signed_by": hit.served.key_id,
-        }
-        trace.detail["served"] = served
-        return gateway_pb2.AnswerResponse(
-            decision=common_pb2.DECISION_ACCEPT,
-            answer=hit.entry.answer,
-            kb_entry_id=hit.entry.id,
-            confidence=score.confidence,
-            threshold=score.threshold,
-            evidence=[
-                gateway_pb2.Evidence(
-                    chunk_id=chunk_id,
-                    text=chunks[chunk_id].text,
-                    p_entail=verification.chunk_p_entail.get(chunk_id, 0.0),
-                )
-                for chunk_id in verification.entailed_chunk_ids
-            ],
-            answer_sha256=verification.answer_sha256,
-            entry_sha256=verification.entry_sha256,
-            kb_version=kb_version,
-            evidence_policy=policy,
-            checker_version=verification.checker_version,
-        )
 
     def _fallback(
         self,

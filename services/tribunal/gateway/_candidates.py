@@ -7,14 +7,32 @@ a candidate's margin is over candidates that give another answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..confidence import RequestVersions
 from ..v1 import confidence_pb2, ensemble_pb2, retrieval_pb2
 from ._trace import RequestTrace
 
-__all__ = ["ANSWER_CLASS_KEY", "answer_key", "candidate_signals", "request_versions"]
+__all__ = [
+    "ANSWER_CLASS_KEY",
+    "CandidateSignals",
+    "answer_key",
+    "candidate_signals",
+    "request_versions",
+]
 
 _VERIFIED = retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
+
+
+@dataclass(frozen=True)
+class CandidateSignals:
+    """What the gateway sends to the confidence service for one query, before scoring."""
+
+    entry_ids: tuple[str, ...]
+    """The servable candidates, best retrieval rank first."""
+    signals: tuple[confidence_pb2.Signals, ...]
+    versions: RequestVersions
+    """The KB content version retrieval reported and the matcher that matched."""
 
 
 ANSWER_CLASS_KEY = "answer_class"
