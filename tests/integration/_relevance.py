@@ -1,7 +1,7 @@
 """Relevance artifacts for tests: the tiny profile's cheapest features, coefficients chosen.
 
-The features are the 135M model's P(yes) under ``relevance/yesno@1`` (on llama.cpp, the
-backend the tests run the models on) and the MiniLM query-chunk cosine. The
+The features are the 135M model's P(yes) under ``relevance/yesno@1`` (on the backend the
+tests run the models on: llama.cpp or transformers) and the MiniLM query-chunk cosine. The
 coefficients are chosen by each test, not fitted: the tests check the serving path and
 the routing, not the judge's skill (the lead fits the shipped artifact on TREC DL).
 """

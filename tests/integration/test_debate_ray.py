@@ -1,7 +1,7 @@
 """The debate Ray Serve application on a real local Ray: concurrent single items are
 gathered by ``@serve.batch`` and give the in-process debate's results.
 
-Agents: the real SmolLM2-135M on llama.cpp (one round, short answers), so the test
+Agents: the real SmolLM2-135M on llama.cpp or transformers (one round, short answers), so the test
 measures the deployment, not a model's judgment.
 """
 

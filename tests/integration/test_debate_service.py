@@ -1,4 +1,5 @@
-"""The debate service on real models through a real gRPC server (llama.cpp backend).
+"""The debate service on real models through a real gRPC server (llama.cpp where
+`make llm` built it, else transformers).
 
 Agents are the tiny profile's 0.5B model (fast enough for CI); the malformed-output
 path uses the real 135M model with a 8-token answer bound, which cannot hold the

@@ -2,8 +2,8 @@
 batched by ``@serve.batch`` and give the in-process matcher's verdicts; the relevance
 judge answers ``JudgeRelevance`` through the gateway's Ray transport as in process.
 
-Majority over the 135M judge on llama.cpp (no artifact needed): the test measures the
-deployment, not the model's skill.
+Majority over the 135M judge on llama.cpp or transformers (no artifact needed): the test
+measures the deployment, not the model's skill.
 """
 
 from __future__ import annotations

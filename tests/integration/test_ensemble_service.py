@@ -1,7 +1,7 @@
 """The ensemble service on a real model through a real gRPC server.
 
 The 135M model is the only judge model (plain and augmented prompt: two judges), on
-llama.cpp; the aggregator artifact is trained here on synthetic votes and the real
+llama.cpp or transformers; the aggregator artifact is trained here on synthetic votes and the real
 embedder's dimension, so the test checks the serving path, not the model's skill.
 """
 

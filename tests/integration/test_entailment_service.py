@@ -1,6 +1,7 @@
 """The entailment service on real models through a real gRPC server.
 
-The cascade runs the tiny profile's checkers on llama.cpp (0.5B fast, 1.5B strong).
+The cascade runs the tiny profile's checkers on llama.cpp or transformers (0.5B fast,
+1.5B strong).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def _items(path: Path) -> list[str]:
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRIBUNAL_")}
-    # Not the shipped artifact (a 1.5B model): the 135M one, on llama.cpp like the rest.
+    # Not the shipped artifact (a 1.5B model): the 135M one, on the tests' backend.
     relevance = write_tiny_artifact(tmp_path / "relevance.json")
     if "TRIBUNAL_MODEL_DIR" in os.environ:
         env["TRIBUNAL_MODEL_DIR"] = os.environ["TRIBUNAL_MODEL_DIR"]

@@ -1,6 +1,6 @@
 """The relevance judge on the tiny profile's real models, through real gRPC servers.
 
-Features: the 135M model's P(yes) under ``relevance/yesno@1`` (llama.cpp) and the
+Features: the 135M model's P(yes) under ``relevance/yesno@1`` (llama.cpp or transformers) and the
 MiniLM cosine; coefficients chosen per test (tests/integration/_relevance.py). Checked:
 the verdict is the artifact's formula over the features it reports; the features are
 the models' own numbers; ``EnsembleService.JudgeRelevance`` over gRPC (and its
