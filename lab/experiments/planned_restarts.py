@@ -29,19 +29,18 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
+from tribunal.confidence import binomial_p_value
 from tribunal.confidence._risk_plan import Labelled, plan_grid, plan_start
 from tribunal.confidence._threshold import AcceptanceCurve
 
 DELTA = 0.1
 DRAWS = 400
 MIN_GAIN = 0.01
-Draw = Callable[[np.random.Generator, int], tuple[NDArray[np.float64], NDArray[np.int64]]]
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ def plan_starts(
     plan: Labelled, grid: NDArray[np.float64], n: int, alpha: float, most: int
 ) -> list[int]:
     """The product's planned start, then greedy further starts the plan's bootstrap favours."""
-    first = plan_start(plan, grid, n, alpha=alpha, delta=DELTA, test=_binomial)
+    first = plan_start(plan, grid, n, alpha=alpha, delta=DELTA, test=binomial_p_value)
     rng = np.random.default_rng(0)
     resampled = rng.multinomial(plan.n, np.full(plan.n, 1.0 / plan.n), size=DRAWS) / plan.n
     counts = rng.multinomial(n, resampled)
@@ -130,10 +129,6 @@ def plan_starts(
         chosen.append(candidates[pick])
         best = float(scores[pick])
     return sorted(chosen)
-
-
-def _binomial(errors: int, accepted: int, alpha: float) -> float:
-    return float(stats.binom.cdf(errors, accepted, alpha))
 
 
 def certify(plan: Labelled, tested: Labelled, alpha: float, most: int) -> float | None:

@@ -35,7 +35,6 @@ In file order (the last one is destructive):
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import random
 import time
@@ -81,6 +80,8 @@ from tests.integration._cluster import (
     with_replicas,
 )
 
+from ._llm_backend import HAS_LLAMACPP
+
 pytest.importorskip("tribunal_lab")
 
 pytestmark = [pytest.mark.ray, pytest.mark.models, pytest.mark.slow, pytest.mark.extended]
@@ -97,9 +98,7 @@ MODEL_FREE = {
     # The 135M model through llama.cpp where the llamacpp extra is built, else through
     # transformers (the tiny profile's own backend).
     **(
-        {"TRIBUNAL_LLM_BACKEND": "llamacpp", "TRIBUNAL_LLM__N_THREADS": "1"}
-        if importlib.util.find_spec("llama_cpp") is not None
-        else {}
+        {"TRIBUNAL_LLM_BACKEND": "llamacpp", "TRIBUNAL_LLM__N_THREADS": "1"} if HAS_LLAMACPP else {}
     ),
     "TRIBUNAL_ROLES__DEBATE_AGENTS": '["llm_tiny", "llm_tiny"]',
     "TRIBUNAL_ROLES__ADJUDICATOR": "llm_tiny",
