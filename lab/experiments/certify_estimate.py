@@ -26,6 +26,7 @@ from tribunal.confidence import (
 )
 from tribunal.confidence._calibrate import decisions
 from tribunal.confidence._traffic import split_traffic
+from tribunal_lab.evaluation._split_units import by_answer_set
 
 
 def main() -> None:
@@ -40,6 +41,8 @@ def main() -> None:
         raise SystemExit(f"{args.traffic} is not the traffic {artifact.version} was fitted on")
     observed, _ = read_signals(args.signals, traffic)
     config = artifact.config
+    if "split_unit" not in config:  # certified before calibration split by query
+        traffic = by_answer_set(traffic)
     split = split_traffic(
         traffic.queries,
         holdout_fraction=config["holdout_fraction"],

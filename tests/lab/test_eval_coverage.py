@@ -18,7 +18,7 @@ from tribunal_lab.evaluation._coverage_report import coverage_markdown, queries_
 from tribunal_lab.evaluation.coverage import CONDITIONS
 
 
-def _write(path: Path, rows: list[dict[str, str]]) -> None:
+def _write(path: Path, rows: list[dict[str, object]]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
@@ -148,3 +148,24 @@ def test_the_report_says_what_the_tune_taught() -> None:
         table
     )
     assert "0.090 (λ=0.900) | 0.500 (10/20) | 0.400 | 0.050 (1/20) | 0.380 |" in table
+
+
+def test_by_answer_set_regroups_answerable_rows_and_leaves_the_rest(tmp_path: Path) -> None:
+    from tribunal.confidence import read_traffic
+    from tribunal_lab.evaluation._split_units import by_answer_set
+
+    path = tmp_path / "traffic.jsonl"
+    _write(
+        path,
+        [
+            {"query": "a", "answers": ["e1"]},
+            {"query": "b", "answers": ["e1"]},
+            {"query": "c", "answers": []},
+            {"query": "d", "answers": ["e1"], "fit_only": True},
+        ],
+    )
+    traffic = read_traffic(path)
+    assert len({q.group for q in traffic.queries}) == 4  # by query
+    regrouped = [q.group for q in by_answer_set(traffic).queries]
+    assert regrouped[0] == regrouped[1] == "answers:e1"
+    assert regrouped[2:] == [q.group for q in traffic.queries[2:]]

@@ -4,6 +4,7 @@ not-certified state."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -315,3 +316,41 @@ def test_traffic_weights_are_read_and_checked(tmp_path: Path) -> None:
     )
     with pytest.raises(InvalidArgumentError, match="weight every row or none"):
         read_traffic(path)
+
+
+def test_each_query_is_its_own_unit_unless_its_text_repeats_or_a_group_is_given(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    rows = [
+        {"query": "Where is my card?", "answers": ["e1"]},
+        {"query": "where is  my CARD?", "answers": ["e1"]},  # the same text: one unit
+        {"query": "Has my card been sent?", "answers": ["e1"]},  # same answer, own unit
+        {"query": "a", "answers": ["e2"], "group": "session-7"},
+        {"query": "b", "answers": ["e3"], "group": "session-7"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    groups = [q.group for q in read_traffic(path).queries]
+    assert groups[0] == groups[1] != groups[2]
+    assert groups[3] == groups[4] == "group:session-7"
+
+
+def test_fit_only_queries_fit_and_the_rest_certify_or_are_held_out() -> None:
+    traffic, _ = _traffic(n_groups=100, per_group=1)
+    marked = tuple(replace(q, fit_only=i < 30) for i, q in enumerate(traffic.queries))
+    split = split_traffic(marked, holdout_fraction=0.1, fit_fraction=0.4, seed=3)
+    assert set(split.fit.tolist()) == set(range(30))
+    assert split.sizes() == {"fit": 30, "risk": 63, "holdout": 7}
+    assert not set(split.risk.tolist()) & set(range(30))
+    mixed = (*marked, replace(marked[40], query="another row of q40's group", fit_only=True))
+    with pytest.raises(InvalidArgumentError, match="both fit-only and other queries"):
+        split_traffic(mixed, holdout_fraction=0.1, fit_fraction=0.4, seed=3)
+
+
+def test_reading_traffic_refuses_a_fit_only_that_is_not_a_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"query": "a?", "answers": ["e1"], "fit_only": "yes"}\n')
+    with pytest.raises(InvalidArgumentError, match=r"t\.jsonl:1: 'fit_only' must be true"):
+        read_traffic(path)
+    path.write_text('{"query": "a?", "answers": ["e1"], "fit_only": true}\n')
+    assert read_traffic(path).queries[0].fit_only

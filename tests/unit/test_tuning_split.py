@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from tribunal.confidence import Traffic, read_traffic
+from tribunal.confidence._traffic import split_traffic
 from tribunal.core import FailedPreconditionError
 from tribunal.tuning import (
     EntryTexts,
@@ -95,13 +96,37 @@ def _tuned(tmp_path: Path, traffic: Traffic) -> TunedMatcher:
     return TunedMatcher.seal(directory, manifest)
 
 
-def test_calibrate_keeps_only_the_tunes_heldout_part_of_its_own_file(tmp_path: Path) -> None:
+def test_calibrate_certifies_only_on_the_tunes_heldout_part_of_its_own_file(
+    tmp_path: Path,
+) -> None:
     traffic = _traffic(tmp_path, _rows(200))
     tuned = _tuned(tmp_path, traffic)
     kept, note = certifiable_traffic(traffic, tuned, "faq")
-    assert len(kept) == 60
-    assert note["queries_dropped_as_fit"] == 140
-    assert {query_key(q.query) for q in kept.queries} == set(tuned.split["heldout_keys"])
+    # The train part (taught, encoder-trained) is dropped; the head part may fit only.
+    assert (len(kept), note["queries_dropped_as_fit"], note["fit_only"]) == (95, 105, 35)
+    certifiable = {query_key(q.query) for q in kept.queries if not q.fit_only}
+    assert certifiable == set(tuned.split["heldout_keys"])
+    assert {query_key(q.query) for q in kept.queries if q.fit_only} == set(
+        tuned.split["head_keys"]
+    )
+    split = split_traffic(kept.queries, holdout_fraction=0.1, fit_fraction=0.3, seed=0)
+    assert {query_key(kept.queries[i].query) for i in split.fit} == set(tuned.split["head_keys"])
+    assert split.sizes() == {"fit": 35, "risk": 54, "holdout": 6}
+
+
+def test_a_tune_recorded_without_head_keys_leaves_the_heldout_part_only(
+    tmp_path: Path,
+) -> None:
+    traffic = _traffic(tmp_path, _rows(200))
+    tuned = _tuned(tmp_path, traffic)
+    manifest = dict(tuned.manifest)
+    manifest["split"] = {k: v for k, v in tuned.split.items() if k != "head_keys"}
+    (tmp_path / "older" / "model").mkdir(parents=True)
+    (tmp_path / "older" / "model" / "weights.bin").write_bytes(b"not a real model")
+    older = TunedMatcher.seal(tmp_path / "older", manifest)
+    kept, note = certifiable_traffic(traffic, older, "faq")
+    assert (len(kept), note["fit_only"]) == (60, 0)
+    assert not any(q.fit_only for q in kept.queries)
 
 
 def test_calibrate_refuses_other_traffic_holding_a_fit_query(tmp_path: Path) -> None:

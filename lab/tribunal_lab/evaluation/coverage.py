@@ -299,7 +299,12 @@ def _condition(
                 settings, name, traffic, tune_config, record=record, base=args.base
             )
         _write_rows(
-            calibration, [{"query": q.query, "answers": sorted(q.answers)} for q in traffic.queries]
+            calibration,
+            [
+                {"query": q.query, "answers": sorted(q.answers)}
+                | ({"fit_only": True} if q.fit_only else {})
+                for q in traffic.queries
+            ],
         )
         print(f"[{name}] calibration traffic: {len(traffic)} queries", flush=True)
         observed, binding = _observed(
@@ -310,6 +315,7 @@ def _condition(
         stored.write_text(json.dumps(record, indent=1) + "\n")
     record["matcher"] = binding.matcher
     record["calibration_queries"] = len(traffic)
+    record["fit_only_queries"] = sum(1 for q in traffic.queries if q.fit_only)
     # Queries a stage failed on (no candidate: never answered); 0 unless the machine stalls.
     record["without_candidates"] = {
         "calibration": sum(1 for found in observed if not found),

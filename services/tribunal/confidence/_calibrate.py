@@ -4,8 +4,9 @@
 hands this module what the gateway would send to the confidence service: each
 candidate's entry id and :class:`Signals`, in the gateway's order. Then:
 
-1. the queries are split by group (:func:`split_traffic`) into a *fit* part, a
-   *risk* part and a *held-out* part;
+1. the queries are split at random, by query (:func:`split_traffic`), into a *fit*
+   part, a *risk* part and a *held-out* part; queries marked ``fit_only`` (a tune's
+   head part) join the fit part and never certify;
 2. the calibrator is fitted on every candidate of the fit queries (label: the
    candidate's entry is one of the query's answers);
 3. on each risk query the gateway's decision is replayed — the candidate with
@@ -129,6 +130,10 @@ class CalibrationConfig:
         data["alphas"] = list(self.alphas)
         data["signals"] = None if self.signals is None else list(self.signals)
         data["unit"] = "query: the highest-confidence candidate, as the gateway decides"
+        data["split_unit"] = (
+            "query (repeats of one text and rows of one explicit group together; "
+            "fit_only rows fit the calibrator only)"
+        )
         return data
 
 
@@ -318,6 +323,7 @@ def calibrate(
         "answerable": traffic.answerable,
         "groups": len({q.group for q in traffic.queries}),
         "split": split.sizes(),
+        "fit_only": sum(1 for q in traffic.queries if q.fit_only),
         "split_answerable": answerable,
         "fit_candidates": len(fit_signals),
         "fit_right_candidates": int(fit_labels.sum()),

@@ -6,14 +6,19 @@ One query a line (JSONL)::
 
 ``answers`` lists the ids of *every* entry that correctly answers the query —
 several when entries are equivalent (the same intent and answer content from
-different sources), none when the KB cannot answer it. An optional ``group``
-keeps rows together in a split; by default a row's group is its answer set,
-so paraphrases of one question never straddle the calibration and held-out
-parts (a query the KB cannot answer is its own group). An optional ``weight``
+different sources), none when the KB cannot answer it. The split unit is the
+query: labelled traffic is a random sample of queries, and only a random split
+of *queries* leaves the certify part a random sample of the traffic (a split by
+answer set would certify on whole intents, whose error rates differ, and the
+binomial bound would not account for that). Repeats of one text (case and
+spacing aside) stay together; an optional ``group`` keeps other rows together
+(queries of one session, say). An optional ``weight``
 in (0, 1] says the query was drawn with inclusion probability π_floor / weight (the
 reviewed live audits: ``tribunal calibrate --from-audit``); a file with weights is
 certified by the inverse-probability-weighted test (:mod:`._weighted`), which needs a
-weight on every row. Other keys are ignored.
+weight on every row. An optional ``fit_only: true`` marks a query an earlier step
+was fitted on (a tune's head part): it may fit the calibrator, never certify or be
+reported. Other keys are ignored.
 """
 
 from __future__ import annotations
@@ -28,7 +33,14 @@ from numpy.typing import NDArray
 
 from ..core import InvalidArgumentError, NotFoundError, jsonl_rows
 
-__all__ = ["LabelledQuery", "Traffic", "TrafficSplit", "read_traffic", "split_traffic"]
+__all__ = [
+    "LabelledQuery",
+    "Traffic",
+    "TrafficSplit",
+    "query_group",
+    "read_traffic",
+    "split_traffic",
+]
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,8 @@ class LabelledQuery:
     """Rows of one group are never split apart."""
     weight: float = 1.0
     """π_floor / π: the inverse of the query's inclusion probability, scaled into (0, 1]."""
+    fit_only: bool = False
+    """An earlier step was fitted on this query: it may fit the calibrator, never certify."""
 
     def is_right(self, entry_id: str) -> bool:
         return entry_id in self.answers
@@ -67,13 +81,18 @@ class Traffic:
         return sum(1 for q in self.queries if q.answers)
 
 
-def _group(row: dict[str, Any], answers: frozenset[str], query: str) -> str:
+def query_group(query: str) -> str:
+    """The split unit of a row without an explicit ``group``: its text, whitespace- and
+    case-normalised, so repeats of one query never straddle two parts."""
+    normal = " ".join(query.casefold().split())
+    return "query:" + hashlib.sha256(normal.encode()).hexdigest()[:16]
+
+
+def _group(row: dict[str, Any], query: str) -> str:
     given = row.get("group")
     if isinstance(given, str) and given.strip():
         return "group:" + given
-    if answers:
-        return "answers:" + "\x00".join(sorted(answers))
-    return "query:" + hashlib.sha256(query.encode()).hexdigest()[:16]
+    return query_group(query)
 
 
 def read_traffic(path: Path) -> Traffic:
@@ -114,7 +133,14 @@ def read_traffic(path: Path) -> Traffic:
             raise InvalidArgumentError(
                 f"{where}: 'weight' must be a number in (0, 1] (pi_floor / pi)", field="weight"
             )
-        queries.append(LabelledQuery(query, ids, _group(row, ids, query), float(weight)))
+        fit_only = row.get("fit_only", False)
+        if not isinstance(fit_only, bool):
+            raise InvalidArgumentError(
+                f"{where}: 'fit_only' must be true or false", field="fit_only"
+            )
+        queries.append(
+            LabelledQuery(query, ids, _group(row, query), float(weight), fit_only=fit_only)
+        )
     if not queries:
         raise InvalidArgumentError(f"{path} holds no queries", field="traffic")
     if len(weighted) > 1:
@@ -151,18 +177,31 @@ def split_traffic(
     """Seeded split by group: ``holdout_fraction`` of the groups held out, then
     ``fit_fraction`` of the remaining groups fit the calibrator, the rest certify.
 
+    Queries marked ``fit_only`` (an earlier step was fitted on them) all fit the
+    calibrator; when there are any, the other groups are split into held-out and
+    certify parts only, so every query nothing was fitted on can certify.
+
     Groups are shuffled with ``numpy.random.default_rng(seed)`` and cut by
     cumulative query count, so the parts' sizes are close to the fractions in
     queries, not only in groups.
 
     Raises:
-        InvalidArgumentError: a fraction outside [0, 1), or too few groups for three parts.
+        InvalidArgumentError: a fraction outside [0, 1), a group mixing fit-only and
+            other queries, or too few groups for three parts.
     """
     for name, value in (("holdout_fraction", holdout_fraction), ("fit_fraction", fit_fraction)):
         if not 0.0 <= value < 1.0:
             raise InvalidArgumentError(f"{name} must be in [0, 1), got {value}", field=name)
-    groups = sorted({q.group for q in queries})
-    if len(groups) < 3:
+    fit_only = {q.group for q in queries if q.fit_only}
+    mixed = fit_only & {q.group for q in queries if not q.fit_only}
+    if mixed:
+        raise InvalidArgumentError(
+            f"{len(mixed)} group(s) hold both fit-only and other queries (e.g. "
+            f"{sorted(mixed)[0]!r}); a query fitted on must not be certified on again",
+            field="traffic",
+        )
+    groups = sorted({q.group for q in queries} - fit_only)
+    if len(groups) + bool(fit_only) < 3:
         raise InvalidArgumentError(
             f"the traffic has {len(groups)} group(s); at least 3 are needed to fit, certify "
             "and hold out",
@@ -172,7 +211,8 @@ def split_traffic(
     order = [groups[i] for i in rng.permutation(len(groups))]
     sizes = dict.fromkeys(groups, 0)
     for q in queries:
-        sizes[q.group] += 1
+        if not q.fit_only:
+            sizes[q.group] += 1
 
     def cut(names: list[str], fraction: float) -> tuple[list[str], list[str]]:
         total = sum(sizes[g] for g in names)
@@ -186,8 +226,9 @@ def split_traffic(
         return taken, names[len(taken) :]
 
     held, rest = cut(order, holdout_fraction)
-    fit, risk = cut(rest, fit_fraction)
+    fit, risk = ([], rest) if fit_only else cut(rest, fit_fraction)
     part = {
+        **dict.fromkeys(fit_only, "fit"),
         **dict.fromkeys(held, "holdout"),
         **dict.fromkeys(fit, "fit"),
         **dict.fromkeys(risk, "risk"),

@@ -5,7 +5,13 @@ the confident scores of memorised queries, not those of new ones, and its bound
 would not hold. So, with a tuned matcher served:
 
 - traffic that *is* the tune's file (same sha256) is cut to the tune's held-out
-  part, by the split recorded in the artifact;
+  part, by the split recorded in the artifact, plus its head part marked
+  ``fit_only``: those queries may fit the calibrator and plan the risk-control
+  test, never certify. The certificate's validity needs only the certify
+  queries to be unseen; fitting the calibrator on the head part (where the
+  matching head was fitted, so its scores there are slightly more confident
+  than on new queries) can only cost coverage, and it leaves every held-out
+  query free to certify or be reported;
 - any other traffic is refused if it holds a single fit query (compared by
   normalised text, :func:`~._split.query_key`).
 """
@@ -43,11 +49,23 @@ def certifiable_traffic(
     keys = [query_key(q.query) for q in traffic.queries]
     if traffic.sha256 == tuned.manifest["traffic"]["sha256"]:
         heldout = set(split["heldout_keys"])
-        kept = tuple(q for q, key in zip(traffic.queries, keys, strict=True) if key in heldout)
+        head = set(split.get("head_keys", ()))  # tunes before head keys were recorded: none
+        kept = tuple(
+            replace(q, fit_only=key in head)
+            for q, key in zip(traffic.queries, keys, strict=True)
+            if key in heldout or key in head
+        )
+        fit_only = sum(1 for q in kept if q.fit_only)
         note = {
             "tuned_matcher": tuned.version,
-            "traffic": "the tune's own file: its held-out part only",
+            "traffic": (
+                "the tune's own file: its held-out part to certify, its head part "
+                "to fit the calibrator only"
+                if fit_only
+                else "the tune's own file: its held-out part only"
+            ),
             "queries_dropped_as_fit": len(traffic) - len(kept),
+            "fit_only": fit_only,
         }
         return replace(traffic, queries=kept), note
     overlap = sum(1 for key in keys if key in fit)

@@ -10,7 +10,8 @@ artifact, into
   queries the encoder memorised);
 - a **held-out** part: never trained on, never used to select anything. The
   tune reports its AUROC before and after there, and ``tribunal calibrate``
-  fits and certifies only on it.
+  certifies only on it (the head part may fit the calibrator: see
+  :mod:`._certify`).
 
 The split is by query (i.i.d. queries stay i.i.d.: the held-out part is a
 random sample of the traffic, exchangeable with future traffic given the tuned
@@ -71,6 +72,7 @@ class TuneSplit:
                 "heldout": len(self.heldout),
             },
             "fit_keys": sorted(query_key(queries[i].query) for i in self.fit),
+            "head_keys": sorted(query_key(queries[i].query) for i in self.head),
             "heldout_keys": sorted(query_key(queries[i].query) for i in self.heldout),
         }
 
