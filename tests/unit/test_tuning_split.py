@@ -106,9 +106,7 @@ def test_calibrate_certifies_only_on_the_tunes_heldout_part_of_its_own_file(
     assert (len(kept), note["queries_dropped_as_fit"], note["fit_only"]) == (95, 105, 35)
     certifiable = {query_key(q.query) for q in kept.queries if not q.fit_only}
     assert certifiable == set(tuned.split["heldout_keys"])
-    assert {query_key(q.query) for q in kept.queries if q.fit_only} == set(
-        tuned.split["head_keys"]
-    )
+    assert {query_key(q.query) for q in kept.queries if q.fit_only} == set(tuned.split["head_keys"])
     split = split_traffic(kept.queries, holdout_fraction=0.1, fit_fraction=0.3, seed=0)
     assert {query_key(kept.queries[i].query) for i in split.fit} == set(tuned.split["head_keys"])
     assert split.sizes() == {"fit": 35, "risk": 54, "holdout": 6}
