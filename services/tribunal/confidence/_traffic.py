@@ -12,7 +12,7 @@ of *queries* leaves the certify part a random sample of the traffic (a split by
 answer set would certify on whole intents, whose error rates differ, and the
 binomial bound would not account for that). Repeats of one text (case and
 spacing aside) stay together; an optional ``group`` keeps other rows together
-(queries of one session, say). An optional ``weight``
+(the turns of one conversation, say). An optional ``weight``
 in (0, 1] says the query was drawn with inclusion probability π_floor / weight (the
 reviewed live audits: ``tribunal calibrate --from-audit``); a file with weights is
 certified by the inverse-probability-weighted test (:mod:`._weighted`), which needs a
