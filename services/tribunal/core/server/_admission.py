@@ -227,8 +227,10 @@ def _wait(future: Future[Any], budget: RequestBudget) -> Any:
     try:
         return future.result(timeout=budget.time_left())
     except TimeoutError:
-        if future.done():  # the work itself raised TimeoutError
-            raise
+        if future.done():
+            # Finished as the wait timed out (or raised TimeoutError itself): its own
+            # outcome, not the wait's timeout, which would surface as INTERNAL.
+            return future.result()
         raise _deadline_passed(budget) from None
 
 
