@@ -29,8 +29,14 @@ from typing import Any
 
 import numpy as np
 from tribunal.commands._calibration_signals import read_signals
-from tribunal.confidence import CalibrationConfig, Traffic, calibrate, read_traffic
+from tribunal.confidence import (
+    CalibrationConfig,
+    Traffic,
+    calibrate,
+    read_traffic,
+)
 from tribunal.confidence._calibrate import decisions
+from tribunal.confidence._threshold import acceptance_outcome
 from tribunal_lab.evaluation._split_units import by_answer_set
 
 
@@ -44,21 +50,15 @@ def _variant(traffic: Traffic, observed: list[Any], args: argparse.Namespace) ->
     return traffic, observed
 
 
-def _on_test(
-    result: Any, test: Traffic, test_observed: list[Any]
-) -> dict[float, tuple[int, int, int]]:
-    """Per α certified: (answered, wrong, answerable answered right) on the test split."""
+def _on_test(result: Any, test: Traffic, test_observed: list[Any]) -> dict[float, tuple[int, int]]:
+    """Per α certified: (answered, wrong) on the test split."""
     rows = np.arange(len(test), dtype=np.int64)
     confidence, right, _ = decisions(result.artifact.calibrator, test, test_observed, rows)
     out = {}
     for threshold in result.artifact.thresholds:
         if threshold.threshold is not None:
-            taken = confidence >= threshold.threshold
-            out[threshold.alpha] = (
-                int(taken.sum()),
-                int((taken & (right == 0)).sum()),
-                int((taken & (right == 1)).sum()),
-            )
+            outcome = acceptance_outcome(confidence, right, threshold.threshold)
+            out[threshold.alpha] = (outcome.accepted, outcome.errors)
     return out
 
 

@@ -63,7 +63,7 @@ from ._scorer import (
 from ._served_scale import served_threshold
 from ._signals import DebateOutcome, Signals
 from ._threshold import clopper_pearson_upper
-from ._traffic import LabelledQuery, Traffic, read_traffic
+from ._traffic import LabelledQuery, Traffic, query_digest, read_traffic
 
 __all__ = [
     "DEFAULT_RISK_METHOD",
@@ -108,6 +108,7 @@ __all__ = [
     "markdown_report",
     "not_certified_message",
     "queries_to_certify",
+    "query_digest",
     "read_labelled_signals",
     "read_traffic",
     "select_risk_threshold",

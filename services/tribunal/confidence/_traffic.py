@@ -37,6 +37,7 @@ __all__ = [
     "LabelledQuery",
     "Traffic",
     "TrafficSplit",
+    "query_digest",
     "query_group",
     "read_traffic",
     "split_traffic",
@@ -81,11 +82,16 @@ class Traffic:
         return sum(1 for q in self.queries if q.answers)
 
 
+def query_digest(query: str) -> str:
+    """sha256 (hex) of a query's whitespace- and case-normalised text: one identity for
+    every split, so spacing or capitals never make two copies of a query."""
+    return hashlib.sha256(" ".join(query.casefold().split()).encode()).hexdigest()
+
+
 def query_group(query: str) -> str:
-    """The split unit of a row without an explicit ``group``: its text, whitespace- and
-    case-normalised, so repeats of one query never straddle two parts."""
-    normal = " ".join(query.casefold().split())
-    return "query:" + hashlib.sha256(normal.encode()).hexdigest()[:16]
+    """The split unit of a row without an explicit ``group``: its normalised text, so
+    repeats of one query never straddle two parts."""
+    return "query:" + query_digest(query)[:16]
 
 
 def _group(row: dict[str, Any], query: str) -> str:

@@ -20,14 +20,13 @@ model), except that rows sharing an explicit ``group`` stay together.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..confidence import LabelledQuery
+from ..confidence import LabelledQuery, query_digest
 from ..core import InvalidArgumentError
 
 __all__ = ["TuneSplit", "query_key", "split_for_tuning"]
@@ -36,8 +35,7 @@ __all__ = ["TuneSplit", "query_key", "split_for_tuning"]
 def query_key(query: str) -> str:
     """A query's identity in a split: sha256 of its whitespace- and case-normalised text,
     so a calibration file cannot slip a fit query back in by spacing or capitals."""
-    normal = " ".join(query.casefold().split())
-    return hashlib.sha256(normal.encode()).hexdigest()[:20]
+    return query_digest(query)[:20]
 
 
 @dataclass(frozen=True)
