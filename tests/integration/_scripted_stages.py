@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from tribunal.confidence import CalibratorArtifact, ConfidenceScorer
+from tribunal.confidence import CalibratorArtifact, ConfidenceScorer, embedder_version
 from tribunal.confidence._calibrators import TemperatureCalibrator
 from tribunal.confidence._features import FeatureSpace
 from tribunal.confidence.servicer import ConfidenceServicer
@@ -44,6 +44,7 @@ from tribunal.retrieval import (
 from tribunal.retrieval._verification import EntryVerification
 from tribunal.v1 import (
     common_pb2,
+    confidence_pb2,
     confidence_pb2_grpc,
     debate_pb2,
     debate_pb2_grpc,
@@ -68,6 +69,8 @@ KB = [
 
 CHECKER_VERSION = checker_version(load_settings("tiny"))
 """The entailment checker version a gateway on the tiny profile expects."""
+RETRIEVAL_MODEL = embedder_version(load_settings("tiny"))
+"""The model the tiny profile's retrieval reports its dense search compared."""
 PLAIN_THRESHOLD = 0.5
 
 
@@ -168,6 +171,10 @@ class Script:
     )
     kb_content_version: str = "kb-scripted000000"
     """The content version retrieval reports (and signs)."""
+    retrieval_model: str = RETRIEVAL_MODEL
+    """The model retrieval reports its dense search compared ("": not reported)."""
+    score_requests: list[confidence_pb2.ScoreRequest] = field(default_factory=list)
+    """Every item the confidence stage was asked to score, in arrival order."""
     signer: KbSigner = field(default_factory=KbSigner.generate)
     """The KB writer's key the scripted retrieval signs with."""
 
@@ -243,6 +250,7 @@ class _Retrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
             request_id=request.request_id,
             kb_version=version,
             kb_content_version=content,
+            retrieval_model=self.script.retrieval_model,
             kb_head=retrieval_pb2.SignedRecord(
                 record=head.record, key_id=head.key_id, signature=head.signature
             ),
@@ -322,6 +330,8 @@ class _Confidence(confidence_pb2_grpc.ConfidenceServiceServicer):
 
     def BatchScore(self, request, context):  # type: ignore[no-untyped-def]
         mode = self.script.enter("confidence", context)
+        with self.script.lock:
+            self.script.score_requests.extend(request.items)
         response = self.servicer.BatchScore(request, context)
         if mode == "malformed":
             for result in response.results:

@@ -1,5 +1,6 @@
-"""The gateway and a calibrator bound to a KB: refused on another KB, and a threshold
-certified for no α is a NO_CERTIFIED_THRESHOLD fallback with the signals audited.
+"""The gateway and a calibrator bound to a KB: refused on another KB, matcher or retrieval
+model, each passed on to the confidence stage; and a threshold certified for no α is a
+NO_CERTIFIED_THRESHOLD fallback with the signals audited.
 
 Scripted stages (tests/integration/_scripted_stages.py) stand in for the models; the
 gateway, its checks and the audit store are real.
@@ -17,7 +18,6 @@ from tribunal.confidence import (
     CalibratorArtifact,
     FitConfig,
     Signals,
-    embedder_version,
     fit_artifact,
 )
 from tribunal.confidence._threshold import RiskThreshold
@@ -27,12 +27,17 @@ from tribunal.gateway.servicer import build_host
 from tribunal.v1 import common_pb2, gateway_pb2, gateway_pb2_grpc
 
 from tests.integration import _scripted_stages
-from tests.integration._scripted_stages import Script
+from tests.integration._scripted_stages import RETRIEVAL_MODEL, Script
 from tests.unit._confidence_data import synthetic_data
 
 
 def _artifact(
-    tmp_path: Path, *, bound: bool, certified: bool, matcher: str = "latent:test-1"
+    tmp_path: Path,
+    *,
+    bound: bool,
+    certified: bool,
+    matcher: str = "latent:test-1",
+    embedder: str = RETRIEVAL_MODEL,
 ) -> Path:
     # Fitted on the signals the scripted stages send (P(match), the "strong" judge, ranks).
     data = synthetic_data(300)
@@ -58,7 +63,7 @@ def _artifact(
         collection_version="kb-0123456789abcdef",
         entries=2,
         matcher=matcher,  # the scripted ensemble reports latent:test-1
-        embedder=embedder_version(load_settings("tiny")),
+        embedder=embedder,  # the scripted retrieval reports the tiny profile's embedder
         profile="tiny",
         candidates=2,
     )
@@ -69,11 +74,16 @@ def _artifact(
 
 
 def _answer(
-    database_url: str, artifact: Path, monkeypatch: pytest.MonkeyPatch, content: str = ""
+    database_url: str,
+    artifact: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    content: str = "",
+    script: Script | None = None,
 ) -> tuple[gateway_pb2.AnswerResponse, Database]:
     """One Answer through a gateway trusting ``artifact``; retrieval reports ``content``
-    as the KB's content version."""
-    script = Script(kb_content_version=content)
+    as the KB's content version (and ``script``'s retrieval model)."""
+    script = script or Script()
+    script.kb_content_version = content
     stages = _scripted_stages.start(script)
     address = f"127.0.0.1:{stages.port}"
     settings = load_settings(
@@ -138,15 +148,45 @@ def test_a_calibrator_certified_with_another_matcher_is_refused(
     assert "matched by latent:test-1" in record.error
 
 
-def test_the_calibrated_kb_gets_past_the_check(
-    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("reported", ["tuned:tm-0123456789ab", ""])
+def test_a_calibrator_certified_with_another_retrieval_model_is_refused(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, reported: str
 ) -> None:
-    # The same KB: the gateway scores, so the reply is the confidence stage's (the scripted
-    # one scores with another calibrator, which the gateway reports as malformed).
+    # The same KB, re-embedded with its tuned matcher's model (or a retrieval that reports
+    # no model: the certification cannot be checked): nothing is accepted.
     artifact = _artifact(tmp_path, bound=True, certified=True)
-    reply, _ = _answer(sqlite_url, artifact, monkeypatch, "kb-0123456789abcdef")
+    script = Script(retrieval_model=reported)
+    reply, db = _answer(sqlite_url, artifact, monkeypatch, "kb-0123456789abcdef", script)
+    assert reply.decision == common_pb2.DECISION_FALLBACK
+    assert reply.fallback_reason == gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD
+    record = db.decision(reply.audit_id)
+    assert record.reason == "NO_CERTIFIED_THRESHOLD"
+    assert f"certified for retrieval model {RETRIEVAL_MODEL}" in record.error
+    assert (reported or "did not report") in record.error
+    assert "tribunal calibrate --collection faq" in record.error
+    assert not script.score_requests, "nothing certified: the confidence stage is not asked"
+
+
+@pytest.mark.parametrize("model", [RETRIEVAL_MODEL, "tuned:tm-0123456789ab"])
+def test_the_calibrated_kb_gets_past_the_check(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    # The same KB searched with the calibrated model (the profile's embedder, or a tuned
+    # one, which the gateway's profile cannot vouch for at load: checked per request): the
+    # gateway scores, so the reply is the confidence stage's (the scripted one scores with
+    # another calibrator, which the gateway reports as malformed).
+    artifact = _artifact(tmp_path, bound=True, certified=True, embedder=model)
+    script = Script(retrieval_model=model)
+    reply, db = _answer(sqlite_url, artifact, monkeypatch, "kb-0123456789abcdef", script)
     assert reply.fallback_reason != gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD
     assert reply.failed_stage == "confidence"
+    # The versions the gateway checked are passed on for the confidence stage to check.
+    assert script.score_requests
+    for item in script.score_requests:
+        assert item.kb_content_version == "kb-0123456789abcdef"
+        assert item.matcher_version == "latent:test-1"
+        assert item.retrieval_model == model
+    assert db.decision(reply.audit_id).versions["kb"]["retrieval_model"] == model
 
 
 def test_no_threshold_certified_for_alpha_is_a_reason_not_a_fault(

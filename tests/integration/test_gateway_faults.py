@@ -118,6 +118,7 @@ def test_accept_returns_the_kb_answer_verbatim_with_evidence_and_audit(gw: Gatew
         "version": 7,
         "content": "kb-scripted000000",
         "key_id": gw.script.signer.key_id,
+        "retrieval_model": _scripted_stages.RETRIEVAL_MODEL,
     }
     assert record.detail["served"]["evidence_policy"] == "verified"
     assert record.detail["served"]["answer_sha256"] == response.answer_sha256

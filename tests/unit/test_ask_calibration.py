@@ -9,10 +9,11 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tribunal.cli import main
 from tribunal.commands._calibration_check import check_calibration
-from tribunal.commands.demo import strictest_alpha
+from tribunal.commands.demo import _faq_entries, strictest_alpha
 from tribunal.confidence import (
     CalibratorArtifact,
     artifact_not_certified,
@@ -20,7 +21,10 @@ from tribunal.confidence import (
     queries_to_certify,
 )
 from tribunal.core import load_settings
+from tribunal.ensemble import TunedMatcher, tuned_root
 from tribunal.gateway import AnswerPipeline
+from tribunal.retrieval import stored_content_version
+from tribunal.retrieval._store import EntryStore
 
 from tests.conftest import SHARED
 
@@ -122,6 +126,56 @@ def test_a_calibrator_for_another_candidate_count_or_matcher_is_reported() -> No
     # The certified α, the calibrated candidate count, a collection not ingested yet
     # (the gateway refuses it by name): nothing known up front.
     assert check_calibration(load_settings("tiny"), ["not-here"]).problem is None
+
+
+def test_a_collection_searched_with_another_model_than_calibrated_is_reported(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings("tiny", data_dir=str(tmp_path))
+    binding = CalibratorArtifact.load(default_artifact_path(settings)).binding
+    assert binding is not None
+    # The calibrated entries, stored as if re-embedded with a tune (no model needed: only
+    # the store's record of its model is read).
+    folder = tmp_path / "retrieval" / binding.collection
+    folder.mkdir(parents=True)
+    store = EntryStore(folder / "entries.sqlite3", dimension=4, embedder="tuned:tm-000000000001")
+    rows = []
+    for entry in _faq_entries(settings, SHARED / "data" / "covid-qa"):
+        units = entry.search_units()
+        vectors = np.ones((len(units), 4), dtype=np.float32) / 2
+        rows.append((entry, [u for u, _ in units], [t for _, t in units], vectors))
+    store.write(rows)
+    store.close()
+    assert stored_content_version(settings, binding.collection) == binding.collection_version
+    found = check_calibration(settings, [binding.collection])
+    assert found.refused == (binding.collection,)
+    assert found.problem is not None
+    assert (
+        f"'{binding.collection}' is searched with tuned:tm-000000000001, not {binding.embedder}"
+        in found.problem
+    )
+    assert f"`tribunal calibrate --collection {binding.collection}" in found.problem
+
+
+def test_a_tune_of_the_collection_is_the_matcher_the_calibrator_is_checked_against(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings(
+        "tiny",
+        data_dir=str(tmp_path),
+        gateway={"collection": "covid-faq"},
+        ensemble={"matcher": "features"},
+    )
+    assert check_calibration(settings, ["not-here"]).problem is None
+    staged = tuned_root(tmp_path, "covid-faq") / "staged"
+    (staged / "model").mkdir(parents=True)
+    (staged / "model" / "weights.bin").write_bytes(b"stand-in: only the version is read")
+    tuned = TunedMatcher.seal(staged, {"binding": {"collection": "covid-faq"}, "split": {}})
+    staged.rename(staged.parent / tuned.version)
+    (staged.parent / "current").write_text(tuned.version)
+    found = check_calibration(settings, ["not-here"])
+    assert found.problem is not None
+    assert f"this gateway matches with features:{tuned.version}" in found.problem
 
 
 def test_the_gateway_logs_a_configured_refusal_once_not_per_request(

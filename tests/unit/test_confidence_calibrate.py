@@ -1,6 +1,6 @@
 """Calibrating on labelled traffic: the monotone calibrator, the grouped split, the
-certified artifact, its binding (refused on another KB, matcher or embedder), and the
-not-certified state."""
+certified artifact, its binding (refused on another KB, matcher or retrieval model), and
+the not-certified state."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tribunal.confidence import (
+    CalibrationBinding,
     CalibrationConfig,
     CalibratorArtifact,
     ConfidenceScorer,
@@ -194,6 +195,141 @@ def test_artifact_is_refused_when_the_kb_or_matcher_changes(calibrated: object) 
         scorer.score(probe, versions=replace(same, candidates=1))
     with pytest.raises(FailedPreconditionError, match="retrieval embedder"):
         ConfidenceScorer(artifact, alpha=0.2, embedder="all-mpnet-base-v2@78c0197b6159")
+
+
+def test_artifact_is_refused_when_the_retrieval_model_changes(calibrated: object) -> None:
+    artifact = calibrated.artifact  # type: ignore[attr-defined]
+    scorer = ConfidenceScorer(artifact, alpha=0.2, embedder=BINDING.embedder)
+    probe = Signals(ensemble_p_match=0.9, retrieval_rank=1, dense_score=0.7)
+    same = RequestVersions(BINDING.collection_version, BINDING.matcher)
+    calibrated_model = replace(same, retrieval_model=BINDING.embedder)
+    assert scorer.score(probe, versions=calibrated_model).calibrator_version == artifact.version
+    # Not reported (an older caller): accepted by the service, refused by the gateway.
+    assert scorer.score(probe, versions=same).calibrator_version == artifact.version
+    with pytest.raises(FailedPreconditionError, match="did not report the model") as info:
+        scorer.check_versions(same, strict=True)
+    assert info.value.field == "retrieval_model"
+    scorer.check_versions(calibrated_model, strict=True)
+    # The collection re-embedded with its tuned matcher's model: another model's vectors.
+    tuned = replace(same, retrieval_model="tuned:tm-0123456789ab")
+    with pytest.raises(FailedPreconditionError) as info:
+        scorer.score_many([probe], versions=[tuned])
+    assert info.value.field == "items[0].retrieval_model"
+    assert f"certified for retrieval model {BINDING.embedder}" in info.value.message
+    assert "retrieved with tuned:tm-0123456789ab" in info.value.message
+    assert "`tribunal calibrate --collection faq --traffic LABELLED.jsonl`" in info.value.message
+
+
+def test_a_binding_to_a_tuned_model_is_checked_per_request_not_against_the_profile(
+    calibrated: object,
+) -> None:
+    tuned = replace(BINDING, embedder="tuned:tm-0123456789ab")
+    artifact = replace(calibrated.artifact, binding=tuned)  # type: ignore[attr-defined]
+    # No profile embedder is a tuned model: the load-time check has nothing to compare.
+    scorer = ConfidenceScorer(artifact, alpha=0.2, embedder=BINDING.embedder)
+    versions = RequestVersions(BINDING.collection_version, BINDING.matcher)
+    scorer.check_versions(replace(versions, retrieval_model=tuned.embedder), strict=True)
+    with pytest.raises(FailedPreconditionError, match="retrieved with all-minilm") as info:
+        scorer.check_versions(replace(versions, retrieval_model=BINDING.embedder))
+    assert info.value.field == "retrieval_model"
+    # A binding to a profile embedder is still checked against the profile at load.
+    with pytest.raises(FailedPreconditionError, match="retrieval embedder") as info:
+        BINDING.check_serving(embedder="all-mpnet-base-v2@78c0197b6159", artifact_version="v")
+    assert info.value.field == "confidence.artifact_path"
+    tuned.check_serving(embedder="all-mpnet-base-v2@78c0197b6159", artifact_version="v")
+
+
+def test_retrieval_reports_the_model_its_dense_search_compared() -> None:
+    from tribunal.retrieval._types import SearchResult
+    from tribunal.retrieval.servicer import batch_search_response, result_to_proto
+
+    result = SearchResult(
+        hits=(), kb_content_version=BINDING.collection_version, retrieval_model="tuned:tm-1"
+    )
+    assert result_to_proto(result, "r1").retrieval_model == "tuned:tm-1"
+    assert batch_search_response([result]).results[0].retrieval_model == "tuned:tm-1"
+
+
+def test_the_confidence_service_checks_the_reported_retrieval_model(calibrated: object) -> None:
+    from tribunal.confidence.servicer import ConfidenceServicer
+    from tribunal.v1 import confidence_pb2
+
+    servicer = ConfidenceServicer(10)
+    servicer.scorer = ConfidenceScorer(
+        calibrated.artifact,  # type: ignore[attr-defined]
+        alpha=0.2,
+        embedder=BINDING.embedder,
+    )
+    item = confidence_pb2.ScoreRequest(
+        signals=confidence_pb2.Signals(ensemble_p_match=0.9, retrieval_rank=1, dense_score=0.7),
+        kb_content_version=BINDING.collection_version,
+        matcher_version=BINDING.matcher,
+        retrieval_model=BINDING.embedder,
+    )
+    servicer.BatchScore(confidence_pb2.BatchScoreRequest(items=[item]), None)  # type: ignore[arg-type]
+    item.retrieval_model = "tuned:tm-0123456789ab"
+    with pytest.raises(FailedPreconditionError) as info:
+        servicer.BatchScore(confidence_pb2.BatchScoreRequest(items=[item]), None)  # type: ignore[arg-type]
+    assert info.value.field == "items[0].retrieval_model"
+
+
+def _observe(
+    monkeypatch: pytest.MonkeyPatch, reported: list[str]
+) -> tuple[list[list[ObservedCandidate]], CalibrationBinding]:
+    """``observe_traffic`` over one query per ``reported`` retrieval model, with the stages
+    replaced by replies that report it (and one candidate each)."""
+    from tribunal import gateway
+    from tribunal.commands._calibration_signals import observe_traffic
+    from tribunal.confidence._traffic import LabelledQuery
+    from tribunal.core import load_settings
+    from tribunal.gateway._candidates import CandidateSignals
+    from tribunal.v1 import confidence_pb2, retrieval_pb2
+
+    class Stages:
+        def call(self, stage: str, method: str, request: object, timeout_s: float) -> object:
+            assert (stage, method) == ("retrieval", "Stats")
+            return retrieval_pb2.StatsResponse(
+                collections=[retrieval_pb2.CollectionStats(name="faq", entries=40)]
+            )
+
+        def close(self) -> None:
+            pass
+
+    models = dict(zip((f"q{i}" for i in range(len(reported))), reported, strict=True))
+
+    def candidate_signals(self: object, request: object, **_: object) -> CandidateSignals:
+        versions = RequestVersions(
+            BINDING.collection_version,
+            BINDING.matcher,
+            retrieval_model=models[request.query],  # type: ignore[attr-defined]
+        )
+        signals = confidence_pb2.Signals(ensemble_p_match=0.5, retrieval_rank=1)
+        return CandidateSignals(("e1",), (signals,), versions)
+
+    monkeypatch.setattr(gateway, "serve_stages", lambda *a, **k: (Stages(), None))
+    monkeypatch.setattr(gateway.AnswerPipeline, "candidate_signals", candidate_signals)
+    queries = tuple(LabelledQuery(q, frozenset({"e1"}), q) for q in models)
+    traffic = Traffic(queries, sha256="0" * 64, source="traffic.jsonl")
+    return observe_traffic(load_settings("tiny"), "faq", traffic)
+
+
+def test_calibrate_binds_the_retrieval_model_retrieval_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tribunal.confidence import embedder_version
+    from tribunal.core import load_settings
+
+    tuned = "tuned:tm-0123456789ab"
+    observed, binding = _observe(monkeypatch, [tuned, tuned])
+    assert [[c.entry_id for c in found] for found in observed] == [["e1"], ["e1"]]
+    assert binding.embedder == tuned
+    assert binding.matcher == BINDING.matcher
+    # A retrieval that reports no model searched with the profile's embedder.
+    _, binding = _observe(monkeypatch, ["", ""])
+    assert binding.embedder == embedder_version(load_settings("tiny"))
+    # Re-embedded while calibrating: two models' scores in one calibration.
+    with pytest.raises(InvalidArgumentError, match="retrieval model changed while calibrating"):
+        _observe(monkeypatch, [tuned, BINDING.embedder])
 
 
 def test_no_certified_threshold_is_a_state_not_an_error(calibrated: object) -> None:

@@ -13,8 +13,10 @@ import pytest
 from numpy.typing import NDArray
 from tribunal.core import Settings
 from tribunal.embedding import (
+    NamedEmbedder,
     load_profile_embedder,
     prefetch_query_vectors,
+    shared_embedder,
     shared_profile_embedder,
 )
 from tribunal.embedding._batching import MicroBatchingEmbedder
@@ -214,3 +216,30 @@ def test_retrieval_sends_its_queries_to_the_matchers_model(tiny_settings: Settin
     )
     prefetch_query_vectors(["only for others"], besides=matcher)
     assert matcher.passes_ == passes + 1
+
+
+@pytest.mark.models
+def test_a_tuned_matchers_model_gets_only_its_collections_queries(
+    tiny_settings: Settings,
+) -> None:
+    retrieval = shared_profile_embedder(tiny_settings)
+    tuned = {
+        name: shared_embedder(
+            tiny_settings,
+            f"test-tuned-{name}",
+            lambda: CountingEmbedder(minilm()),
+            query_model=True,
+            collection=name,
+        )
+        for name in ("bank", "library")
+    }
+    prefetch_query_vectors(["where is my card"], besides=retrieval, collection="bank")
+    tuned["bank"].embed(["where is my card"])  # the prefetch's pass, or waits for it
+    assert (tuned["bank"].texts_, tuned["library"].texts_) == (1, 0)
+    # Retrieval searching with the tuned model itself (a renamed view of it): the query
+    # is in its memory already, so nothing is sent to it again.
+    view = NamedEmbedder(tuned["bank"], "tuned:tm-000000000001")
+    view.embed(["card not arrived"])
+    prefetch_query_vectors(["card not arrived"], besides=view, collection="bank")
+    tuned["bank"].embed(["card not arrived"])
+    assert (tuned["bank"].texts_, tuned["bank"].passes_) == (2, 2)

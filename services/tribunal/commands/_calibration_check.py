@@ -2,7 +2,8 @@
 whether the calibrator they answer with can accept anything in the collections asked.
 
 A calibrator that certifies no threshold at the chosen α, or one bound to other KB
-content, another matcher or another candidate count, makes the gateway refuse every
+content, another retrieval model, another matcher or another candidate count, makes the
+gateway refuse every
 question (NO_CERTIFIED_THRESHOLD). That is a configured state, the same for every
 question: it is said once, up front, with the command that fixes it, and no question
 is run through retrieval and matching only to be refused.
@@ -75,20 +76,24 @@ def check_calibration(settings: Settings, collections: Sequence[str]) -> Calibra
             f"recalibrate: {_calibrate_command(asked[0])}; {_PLAIN}",
             asked,
         )
-    from ..retrieval import stored_content_version
+    from ..retrieval import stored_content_version, stored_retrieval_model
 
     other = {}
     for name in asked:
         version = stored_content_version(settings, name)
         if version is not None and version != binding.collection_version:
-            other[name] = version
+            other[name] = f"is at {version} (other entries)"
+            continue
+        model = stored_retrieval_model(settings, name)
+        if model is not None and model != binding.embedder:
+            other[name] = f"is searched with {model}, not {binding.embedder}"
     if not other:
         return CalibrationCheck(None)
-    where = ", ".join(f"{name!r} is at {version}" for name, version in other.items())
+    where = ", ".join(f"{name!r} {why}" for name, why in other.items())
     stop = len(other) == len(asked)
     first = next(iter(other))
     return CalibrationCheck(
-        f"{certified_for}; {where} (other entries): no answer can be accepted there "
+        f"{certified_for}; {where}: no answer can be accepted there "
         f"(NO_CERTIFIED_THRESHOLD)"
         + (", so no question is asked" if stop else "")
         + f". Fix: calibrate on that collection's labelled traffic: {_calibrate_command(first)}"
@@ -107,9 +112,9 @@ def _setting_problems(settings: Settings, matcher: str, candidates: int) -> list
             f"{settings.gateway.candidates} (gateway.candidates)"
         )
     if settings.ensemble.matcher == "features" and matcher.startswith("features:"):
-        from ..ensemble import MatchFeaturesArtifact, features_path
+        from ..ensemble import served_feature_matcher
 
-        served = f"features:{MatchFeaturesArtifact.load(features_path(settings)).version}"
+        served = served_feature_matcher(settings)  # a tune of gateway.collection, if any
         if served != matcher:
             problems.append(f"with matcher {matcher}; this gateway matches with {served}")
     return problems

@@ -70,6 +70,7 @@ def observe_traffic(
     )
     observed: list[list[ObservedCandidate]] = []
     versions: set[tuple[str, str]] = set()
+    retrieval_models: set[str] = set()
     failures: list[str] = []
     try:
         stats = transport.call(
@@ -100,6 +101,7 @@ def observe_traffic(
                     failures.append(f"{item.query[:60]!r}: {found}")
                     observed.append([])
                     continue
+                retrieval_models.add(found.versions.retrieval_model)
                 observed.append(
                     [
                         _observed(entry_id, signals)
@@ -128,11 +130,28 @@ def observe_traffic(
         collection_version=content,
         entries=int(entries),
         matcher=matcher,
-        embedder=embedder_version(settings),
+        embedder=_retrieval_model(retrieval_models) or embedder_version(settings),
         profile=settings.profile,
         candidates=settings.gateway.candidates,
     )
     return observed, binding
+
+
+def _retrieval_model(reported: set[str]) -> str:
+    """The one model the collection's dense search compared while calibrating ("" when
+    retrieval reported none: the profile's embedder is then the one that searched).
+
+    Raises:
+        InvalidArgumentError: it changed during the calibration (the collection was
+            re-embedded): the signals mix two models' scores.
+    """
+    if len(reported) > 1:
+        raise InvalidArgumentError(
+            f"the collection's retrieval model changed while calibrating ({sorted(reported)}); "
+            "rerun",
+            field="collection",
+        )
+    return next(iter(reported), "")
 
 
 def _observed(entry_id: str, message: Any) -> ObservedCandidate:

@@ -1,4 +1,5 @@
-"""``tribunal kb ingest|verify|stats|search|sign|delete|history|phrasings``: collections on disk.
+"""``tribunal kb ingest|verify|stats|search|sign|delete|history|phrasings|reembed``: collections
+on disk.
 
 These open the collections in ``data_dir/retrieval`` directly (no server
 needed); a running ``tribunal serve retrieval`` on the same folder sees the
@@ -22,6 +23,8 @@ import argparse
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ._kb_reembed import register_reembed
 
 if TYPE_CHECKING:
     from ..core import Settings
@@ -111,6 +114,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     for child in (ingest, verify, stats, search, sign, delete, history):
         child.add_argument("--profile", default=None, help="profile name or YAML path")
     _register_phrasings(actions)
+    register_reembed(actions)
 
 
 def _register_phrasings(actions: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -418,6 +422,8 @@ def _history(args: argparse.Namespace) -> int:
         when = change.created_at.isoformat(timespec="seconds") if change.created_at else "?"
         if change.op == "policy":
             what = f"policy self_evidenced={change.detail.get('self_evidenced')}"
+        elif change.op == "model":
+            what = f"model  {change.detail.get('before')} -> {change.detail.get('model')}"
         else:
             before = change.before_sha256[:12] or "-"
             after = change.after_sha256[:12] or "-"

@@ -8,9 +8,10 @@ calibrated confidence, and the gateway reports the fallback as
 ``NO_CERTIFIED_THRESHOLD`` with the signals audited.
 
 An artifact from ``tribunal calibrate`` is bound to a KB collection version, a
-matcher and an embedder: the scorer refuses to load it under another retrieval
-embedder, and refuses a request whose KB or matcher version (as the gateway
-reports them) differs — FAILED_PRECONDITION, naming the command that recalibrates.
+matcher and a retrieval model: the scorer refuses to load it under another profile
+embedder (when it is bound to a profile embedder), and refuses a request whose KB
+version, matcher or retrieval model (as the gateway reports them) differs —
+FAILED_PRECONDITION, naming the command that recalibrates.
 """
 
 from __future__ import annotations
@@ -54,12 +55,15 @@ class ThresholdStatus(enum.StrEnum):
 
 @dataclass(frozen=True)
 class RequestVersions:
-    """The KB and matcher a request's candidates came from, and how many candidates the
-    gateway scores per query (empty / 0: not reported)."""
+    """The KB, matcher and retrieval model a request's candidates came from, and how many
+    candidates the gateway scores per query (empty / 0: not reported)."""
 
     collection_version: str = ""
     matcher: str = ""
     candidates: int = 0
+    retrieval_model: str = ""
+    """The model whose vectors the KB's dense search compared (``SearchResponse``
+    ``retrieval_model``)."""
 
 
 log = logging.getLogger(__name__)
@@ -108,8 +112,8 @@ class ConfidenceScorer:
 
     Raises:
         ConfigError: the artifact has no threshold for ``alpha``.
-        FailedPreconditionError: the artifact is bound to another retrieval embedder
-            than ``embedder`` (when given).
+        FailedPreconditionError: the artifact is bound to another profile embedder than
+            ``embedder`` (when given; a binding to a tuned model is checked per request).
     """
 
     def __init__(
@@ -188,13 +192,14 @@ class ConfidenceScorer:
     def check_versions(
         self, versions: RequestVersions, where: str = "", *, strict: bool = False
     ) -> None:
-        """Refuse a request whose KB or matcher is not the one the artifact is bound to.
+        """Refuse a request whose KB, matcher or retrieval model is not the one the
+        artifact is bound to.
 
         Raises:
             FailedPreconditionError: a reported version differs (the message names
                 ``tribunal calibrate``); unbound artifacts, and a plain threshold (no
-                guarantee to guard), accept any. ``strict``: an unreported KB version
-                is refused too.
+                guarantee to guard), accept any. ``strict``: an unreported KB version or
+                retrieval model is refused too.
         """
         binding = self.artifact.binding
         if binding is not None and self.plain_threshold is None:
@@ -202,6 +207,7 @@ class ConfidenceScorer:
                 collection_version=versions.collection_version,
                 matcher=versions.matcher,
                 candidates=versions.candidates,
+                retrieval_model=versions.retrieval_model,
                 artifact_version=self.version,
                 where=where,
                 strict=strict,

@@ -45,8 +45,13 @@ def response_from_result(result: ScoreResult, item_id: str = "") -> confidence_p
 
 
 def _versions(request: confidence_pb2.ScoreRequest) -> RequestVersions:
-    """The KB and matcher the caller reports (empty strings: not reported)."""
-    return RequestVersions(request.kb_content_version, request.matcher_version)
+    """The KB, matcher and retrieval model the caller reports (empty strings: not
+    reported)."""
+    return RequestVersions(
+        collection_version=request.kb_content_version,
+        matcher=request.matcher_version,
+        retrieval_model=request.retrieval_model,
+    )
 
 
 def _request(request: confidence_pb2.ScoreRequest, prefix: str) -> tuple[Signals, float | None]:

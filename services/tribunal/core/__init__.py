@@ -21,7 +21,14 @@ from ._errors import (
     UnavailableError,
 )
 from ._jsonl import JsonlRow, jsonl_rows, parse_jsonl
-from ._loading import MODEL_LOAD_LOCK, load_embedder, model_path, resolve_device
+from ._loading import (
+    MODEL_LOAD_LOCK,
+    TUNED_MODEL_PREFIX,
+    embedder_version,
+    load_embedder,
+    model_path,
+    resolve_device,
+)
 from ._logging import configure_logging, quiet_third_party
 from ._text import pack_sentences, split_sentences, split_text
 from ._threads import apply_thread_policy
@@ -38,6 +45,7 @@ from .settings import (
 
 __all__ = [
     "MODEL_LOAD_LOCK",
+    "TUNED_MODEL_PREFIX",
     "ConfigError",
     "DeadlineExceededError",
     "DeploymentSettings",
@@ -62,6 +70,7 @@ __all__ = [
     "available_profiles",
     "check_deadline",
     "configure_logging",
+    "embedder_version",
     "jsonl_rows",
     "load_embedder",
     "load_settings",

@@ -14,7 +14,19 @@ from .settings import Settings
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["MODEL_LOAD_LOCK", "load_embedder", "model_path", "resolve_device"]
+__all__ = [
+    "MODEL_LOAD_LOCK",
+    "TUNED_MODEL_PREFIX",
+    "embedder_version",
+    "load_embedder",
+    "model_path",
+    "resolve_device",
+]
+
+TUNED_MODEL_PREFIX = "tuned:"
+"""A retrieval model that is a collection's tuned matcher model is named this, then the
+tune's version (``tuned:tm-…``); a profile's embedder is named by
+:func:`embedder_version`."""
 
 MODEL_LOAD_LOCK = threading.RLock()
 """Held around every transformers / sentence-transformers load in this process.
@@ -35,6 +47,16 @@ def resolve_device(settings: Settings) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def embedder_version(settings: Settings) -> str:
+    """The profile's retrieval embedder as ``<artifact id>@<12 hex of its pinned sha256>``
+    (or its hub id): how searches report it and calibrations record it."""
+    assert settings.roles is not None, "the profile defines no roles"
+    spec = settings.model_spec(settings.roles.embedder)
+    if spec.artifact is not None:
+        return f"{spec.artifact}@{get_artifact(spec.artifact).sha256[:12]}"
+    return str(spec.hf_id)
 
 
 def model_path(settings: Settings, key: str) -> Path:

@@ -13,15 +13,24 @@ Typical use::
 disk across processes.
 """
 
-from ._batching import prefetch_query_vectors, shared_profile_embedder
-from ._embedding import CachingEmbedder, Embedder, load_profile_embedder
+from ._batching import prefetch_query_vectors, shared_embedder, shared_profile_embedder
+from ._embedding import (
+    CachingEmbedder,
+    Embedder,
+    NamedEmbedder,
+    load_profile_embedder,
+    profile_embedder_name,
+)
 from ._vector_store import VectorStore
 
 __all__ = [
     "CachingEmbedder",
     "Embedder",
+    "NamedEmbedder",
     "VectorStore",
     "load_profile_embedder",
     "prefetch_query_vectors",
+    "profile_embedder_name",
+    "shared_embedder",
     "shared_profile_embedder",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -34,7 +34,12 @@ from ._vectors import Vectors
 if TYPE_CHECKING:
     from ..core import Settings
 
-__all__ = ["MicroBatchingEmbedder", "prefetch_query_vectors", "shared_profile_embedder"]
+__all__ = [
+    "MicroBatchingEmbedder",
+    "prefetch_query_vectors",
+    "shared_embedder",
+    "shared_profile_embedder",
+]
 
 
 _FORWARD_LOCK = threading.Lock()
@@ -147,6 +152,12 @@ class MicroBatchingEmbedder(WrappingEmbedder):
 
         future.add_done_callback(settle)
 
+    def forget_recent(self) -> None:
+        """Drop the memory of recent texts (a benchmark round then starts as cold as the
+        last one)."""
+        with self._recent_lock:
+            self._recent.clear()
+
     def _remember(self, texts: Sequence[str], vectors: dict[str, Vectors]) -> None:
         with self._recent_lock:
             for text in texts:
@@ -218,18 +229,30 @@ embedders made from one ``Settings`` (one service stack) share it."""
 _SHARED: dict[tuple[str, _Stack], MicroBatchingEmbedder] = {}
 """By (model, stack)."""
 _SHARED_LOCK = threading.Lock()
-_QUERY_MODELS: dict[_Stack, list[MicroBatchingEmbedder]] = {}
+_QUERY_MODELS: dict[_Stack, list[tuple[str | None, MicroBatchingEmbedder]]] = {}
 """Per stack, the embedders that embed search queries after retrieval (the feature
-matcher's): :func:`prefetch_query_vectors` sends them the queries retrieval embeds."""
+matcher's), each with the one collection whose queries it embeds (None: any):
+:func:`prefetch_query_vectors` sends them the queries retrieval embeds."""
 
 
-def prefetch_query_vectors(texts: Sequence[str], *, besides: Embedder) -> None:
-    """Start embedding search queries on the other query models of ``besides``'s stack
-    (same settings, same process), so a matcher's pass for them runs while retrieval
-    works instead of after it."""
+def prefetch_query_vectors(
+    texts: Sequence[str], *, besides: Embedder, collection: str | None = None
+) -> None:
+    """Start embedding search queries of ``collection`` on the other query models of
+    ``besides``'s stack (same settings, same process) that embed that collection's
+    queries, so a matcher's pass for them runs while retrieval works instead of after it.
+    Where ``besides`` is the matcher's model itself, the matcher finds the vectors in its
+    memory of recent texts and nothing is sent."""
+    while isinstance(besides, WrappingEmbedder) and not isinstance(besides, MicroBatchingEmbedder):
+        besides = besides.inner  # a renamed view of a shared embedder
     with _SHARED_LOCK:
         stacks = [stack for (_, stack), shared in _SHARED.items() if shared is besides]
-        models = [m for s in stacks for m in _QUERY_MODELS.get(s, []) if m is not besides]
+        models = [
+            model
+            for stack in stacks
+            for scope, model in _QUERY_MODELS.get(stack, [])
+            if model is not besides and scope in (None, collection)
+        ]
     for model in models:
         model.prefetch(texts)
 
@@ -246,13 +269,33 @@ def shared_profile_embedder(
     the caller embeds search queries after retrieval (the feature matcher); with
     ``retrieval.prefetch_query_vectors`` retrieval starts those embeddings itself.
     """
-    from ..core import apply_thread_policy, model_path, resolve_device
+    from ..core import model_path
 
     if key is None:
         assert settings.roles is not None, "the profile defines no roles"
         key = settings.roles.embedder
     spec = settings.model_spec(key)
     where = str(model_path(settings, key)) if spec.artifact is not None else str(spec.hf_id)
+    chosen = key
+    return shared_embedder(
+        settings, where, lambda: load_profile_embedder(settings, chosen), query_model=query_model
+    )
+
+
+def shared_embedder(
+    settings: Settings,
+    where: str,
+    load: Callable[[], Embedder],
+    *,
+    query_model: bool = False,
+    collection: str | None = None,
+) -> MicroBatchingEmbedder:
+    """This process's one micro-batching embedder of the model at ``where`` (its
+    directory or hub id), made with ``load`` on first use; see
+    :func:`shared_profile_embedder`. ``collection``: a query model for that collection's
+    queries only (a tuned matcher's)."""
+    from ..core import apply_thread_policy, resolve_device
+
     options = settings.retrieval
     stack: _Stack = (
         resolve_device(settings),
@@ -267,13 +310,14 @@ def shared_profile_embedder(
         if embedder is None:
             apply_thread_policy(settings.server.compute_threads)
             embedder = MicroBatchingEmbedder(
-                load_profile_embedder(settings, key),
+                load(),
                 max_batch_texts=options.micro_batch_texts,
                 max_wait_s=options.micro_batch_wait_s,
                 recent_texts=options.shared_recent_texts,
             )
             _SHARED[(where, stack)] = embedder
         peers = _QUERY_MODELS.setdefault(stack, [])
-        if query_model and options.prefetch_query_vectors and embedder not in peers:
-            peers.append(embedder)
+        peer = (collection, embedder)
+        if query_model and options.prefetch_query_vectors and peer not in peers:
+            peers.append(peer)
         return embedder

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 __all__ = [
     "CachingEmbedder",
     "Embedder",
+    "NamedEmbedder",
     "SentenceTransformerEmbedder",
     "WrappingEmbedder",
     "load_profile_embedder",
+    "profile_embedder_name",
 ]
 
 
@@ -162,6 +164,22 @@ class WrappingEmbedder:
         return self.inner.dimension
 
 
+class NamedEmbedder(WrappingEmbedder):
+    """Another embedder's model under the name a collection records: one model object
+    (one queue of forward passes, one memory of recent texts) serves under both."""
+
+    def __init__(self, inner: Embedder, name: str) -> None:
+        self.inner = inner
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
+        return self.inner.embed(texts, progress=progress)
+
+
 class CachingEmbedder(WrappingEmbedder):
     """An embedder that remembers the vectors of the last ``max_texts`` distinct texts.
 
@@ -219,6 +237,16 @@ class CachingEmbedder(WrappingEmbedder):
         return out
 
 
+def profile_embedder_name(settings: Settings, key: str | None = None) -> str:
+    """The name collections record for embedder model ``key`` of the profile (default:
+    the embedder role)."""
+    if key is None:
+        assert settings.roles is not None, "the profile defines no roles"
+        key = settings.roles.embedder
+    spec = settings.model_spec(key)
+    return spec.artifact or spec.hf_id or key
+
+
 def load_profile_embedder(
     settings: Settings, key: str | None = None
 ) -> SentenceTransformerEmbedder:
@@ -229,10 +257,9 @@ def load_profile_embedder(
     if key is None:
         assert settings.roles is not None, "the profile defines no roles"
         key = settings.roles.embedder
-    spec = settings.model_spec(key)
     return SentenceTransformerEmbedder(
         load_embedder(settings, key),
-        name=spec.artifact or spec.hf_id or key,
+        name=profile_embedder_name(settings, key),
         batch_size=settings.retrieval.embed_batch_size,
         batch_tokens=settings.retrieval.embed_batch_tokens,
         traced=settings.retrieval.traced_embedder,

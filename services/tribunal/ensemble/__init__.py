@@ -34,7 +34,11 @@ from ._matcher import EnsembleMatcher, MatchRequestItem
 from ._relevance import RelevanceArtifact, RelevanceItem, RelevanceJudge, relevance_artifact_path
 from ._training import ablation, split_data, summarise, train_artifact
 from ._tuned_artifact import TUNED_FORMAT, TunedMatcher, current_tuned_dir, tuned_root
-from ._tuned_serving import tuned_embedder
+from ._tuned_serving import (
+    tuned_embedder,
+    tuned_model_name,
+    tuned_retrieval_embedder,
+)
 
 __all__ = [
     "MATCH_FEATURES",
@@ -70,5 +74,7 @@ __all__ = [
     "train_artifact",
     "tuned_embedder",
     "tuned_matcher_dir",
+    "tuned_model_name",
+    "tuned_retrieval_embedder",
     "tuned_root",
 ]

@@ -46,7 +46,7 @@ from ._answer_record import (
     reason_name,
     write_decision,
 )
-from ._candidates import CandidateSignals, candidate_signals, request_versions
+from ._candidates import CandidateSignals, candidate_signals, kb_versions, request_versions
 from ._checks import (
     AnswerPolicy,
     check_matches,
@@ -187,7 +187,8 @@ class AnswerPipeline:
         try:
             self.policy.scorer.check_versions(versions, strict=True)
         except FailedPreconditionError as exc:
-            # Calibrated on another KB version or matcher: nothing here is certified.
+            # Calibrated on another KB version, matcher or retrieval model: nothing here is
+            # certified.
             audit_signals(trace, candidates, signals, None)
             self._warn_once("calibrator bound elsewhere", exc.message)
             return self._fallback(
@@ -226,8 +227,7 @@ class AnswerPipeline:
         hits, _, unsigned = self._retrieve(trace, deadline, call_id)
         candidates = self._servable(trace, hits, unsigned) if hits else []
         if not candidates:
-            content = str(trace.versions.get("kb", {}).get("content", ""))
-            return CandidateSignals((), (), RequestVersions(collection_version=content))
+            return CandidateSignals((), (), kb_versions(trace))
         matches = self._match(trace, deadline, call_id, candidates)
         return CandidateSignals(
             tuple(hit.entry.id for hit in candidates),
@@ -289,6 +289,7 @@ class AnswerPipeline:
             trace.versions["kb"] = {"collection": trace.collection, "version": response.kb_version}
             if response.kb_content_version:
                 trace.versions["kb"]["content"] = response.kb_content_version
+            _record_retrieval_model(trace, response)
             return hits, response.kb_version, unsigned
         trace.versions["kb"] = {
             "collection": trace.collection,
@@ -296,6 +297,7 @@ class AnswerPipeline:
             "content": head.kb_content_version,
             "key_id": head.key_id,
         }
+        _record_retrieval_model(trace, response)
         return hits, head.kb_version, unsigned
 
     def _servable(
@@ -380,6 +382,7 @@ class AnswerPipeline:
                     item_id=item,
                     kb_content_version=versions.collection_version,
                     matcher_version=versions.matcher,
+                    retrieval_model=versions.retrieval_model,
                 )
                 for s, item in zip(signals, item_ids, strict=True)
             ],
@@ -514,3 +517,10 @@ class AnswerPipeline:
             "answer", decision_name(response), reason_name(response), trace.latencies_ms
         )
         return response
+
+
+def _record_retrieval_model(trace: RequestTrace, response: retrieval_pb2.SearchResponse) -> None:
+    """The model whose vectors the KB's dense search compared, beside the KB's versions:
+    the calibrator is bound to it (absent: retrieval did not report one)."""
+    if response.retrieval_model:
+        trace.versions["kb"]["retrieval_model"] = response.retrieval_model

@@ -7,7 +7,7 @@ a candidate's margin is over candidates that give another answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..confidence import RequestVersions
 from ..v1 import confidence_pb2, ensemble_pb2, retrieval_pb2
@@ -18,6 +18,7 @@ __all__ = [
     "CandidateSignals",
     "answer_key",
     "candidate_signals",
+    "kb_versions",
     "request_versions",
 ]
 
@@ -32,7 +33,8 @@ class CandidateSignals:
     """The servable candidates, best retrieval rank first."""
     signals: tuple[confidence_pb2.Signals, ...]
     versions: RequestVersions
-    """The KB content version retrieval reported and the matcher that matched."""
+    """The KB content version and retrieval model retrieval reported, and the matcher that
+    matched."""
 
 
 ANSWER_CLASS_KEY = "answer_class"
@@ -94,14 +96,24 @@ def _signals(
     return signals
 
 
+def kb_versions(trace: RequestTrace) -> RequestVersions:
+    """The KB content version and retrieval model retrieval reported (recorded in the
+    trace's ``kb`` versions; empty: not reported)."""
+    kb = trace.versions.get("kb", {})
+    return RequestVersions(
+        collection_version=str(kb.get("content", "")),
+        retrieval_model=str(kb.get("retrieval_model", "")),
+    )
+
+
 def request_versions(
     trace: RequestTrace, matches: Sequence[ensemble_pb2.MatchResponse], candidates: int
 ) -> RequestVersions:
-    """The KB content version retrieval reported, the matcher that matched, and how many
-    candidates this gateway scores."""
+    """The KB content version and retrieval model retrieval reported, the matcher that
+    matched, and how many candidates this gateway scores."""
     first = matches[0]
-    return RequestVersions(
-        collection_version=str(trace.versions.get("kb", {}).get("content", "")),
+    return replace(
+        kb_versions(trace),
         matcher=f"{first.aggregator}:{first.artifact_version}",
         candidates=candidates,
     )

@@ -18,7 +18,7 @@ Entries and their files are :mod:`tribunal.kb`; the embedders, :mod:`tribunal.em
 from ._change_audit import AuditedWrites
 from ._dense import DenseIndex
 from ._ingest_checked import read_entries_checked
-from ._knowledge_base import KnowledgeBase, stored_content_version
+from ._knowledge_base import KnowledgeBase, stored_content_version, stored_retrieval_model
 from ._phrasing_links import PhrasingLink, PhrasingLinks, entry_questions
 from ._rerank import load_profile_reranker
 from ._signing import (
@@ -65,6 +65,7 @@ __all__ = [
     "parse_record",
     "read_entries_checked",
     "stored_content_version",
+    "stored_retrieval_model",
     "trusted_keys",
     "writer_signer",
 ]

@@ -48,7 +48,7 @@ class KbChange:
     collection: str
     entry_id: str
     op: str
-    """``upsert``, ``delete`` or ``policy``."""
+    """``upsert``, ``delete``, ``policy`` or ``model`` (the collection re-embedded)."""
     before_sha256: str = ""
     after_sha256: str = ""
     kb_version: int = 0
@@ -234,6 +234,31 @@ class AuditedWrites:
                 ]
             )
         return result
+
+    def reembed(self, actor: str, collection: str, model: str, *, progress: bool = False) -> int:
+        """``KnowledgeBase.reembed``, audited: one ``model`` change naming both models."""
+        check_collection_name(collection)
+        with self._lock(collection):
+            before = self.kb.embedder_of(collection)
+            units = self.kb.reembed(collection, model, progress=progress)
+            after = self.kb.embedder_of(collection)
+            self._record(
+                [
+                    KbChange(
+                        actor=actor,
+                        collection=collection,
+                        entry_id="",
+                        op="model",
+                        kb_version=self.kb.collection(collection).store.last_seq(),
+                        detail={
+                            "model": self.kb.models.reported(after),
+                            "before": self.kb.models.reported(before),
+                            "units": units,
+                        },
+                    )
+                ]
+            )
+        return units
 
     def _record(self, changes: Sequence[KbChange]) -> None:
         if not changes:

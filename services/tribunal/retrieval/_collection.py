@@ -9,7 +9,8 @@ Writes go to the store first; an acknowledged write is on disk. The
 in-memory indexes then replay the change log from the sequence they last
 applied, and so does every search that finds the log ahead of them (another
 process wrote). A snapshot lets a restart skip the rebuild; without a usable
-one the indexes rebuild from the stored embeddings, never re-embedding.
+one the indexes rebuild from the stored embeddings, never re-embedding (only
+:meth:`Collection.reembed` does, when the collection's retrieval model changes).
 """
 
 from __future__ import annotations
@@ -231,6 +232,25 @@ class Collection:
         return DeleteResult(
             deleted=len(entry_ids) - len(missing), missing_ids=tuple(missing), kb_version=version
         )
+
+    def reembed(self, embedder: Embedder, *, progress: bool = False) -> int:
+        """Re-embed every unit with ``embedder`` and serve with it from now on (searches
+        in this process wait); returns the units re-embedded. The snapshot is rewritten:
+        the old one was built with the old model."""
+        with self._lock.write():
+            units = self.store.reembed(
+                embedder.name,
+                embedder.dimension,
+                lambda texts: embedder.embed(texts, progress=progress),
+            )
+            self.embedder = embedder
+            self._rebuild_locked()
+            self._snapshot_locked()
+        return units
+
+    def model_changed(self) -> bool:
+        """Whether another process re-embedded the store with another model since."""
+        return self.store.model() != self.embedder.name
 
     # -- reads ---------------------------------------------------------------------
     def search_dense(self, vectors: NDArray[np.float32], depth: int) -> list[list[UnitMatch]]:

@@ -1,9 +1,8 @@
-"""The retrieval service's domain object: named collections and the search pipeline.
+"""The retrieval service's domain object: named collections and their searches.
 
-A search runs: validate → embed the queries (one batch) → dense and sparse
-candidate lists per collection (FAISS and BM25 batched over the queries) →
-reciprocal rank fusion → optional rerank of the head → the top_k hits with
-their entries and each entry's stored verification. An upsert verifies its
+A search runs: validate → embed the queries (one batch per model: each collection
+is searched with the model its store records) → the pipeline of :mod:`._search`.
+An upsert verifies its
 entries first (:class:`EntryVerifier`: do their chunks entail their answers?)
 and stores each verdict with the entry version. Transports (gRPC, Ray Serve)
 call this and only translate.
@@ -29,17 +28,18 @@ from ..core import (
     RetrievalSettings,
     check_deadline,
 )
-from ..embedding import Embedder, prefetch_query_vectors, shared_profile_embedder
+from ..embedding import Embedder, prefetch_query_vectors
 from ..kb import KbEntry
 from ._collection import Collection
-from ._dense import UnitMatch
-from ._ranking import fuse, rerank, uses_dense, uses_sparse
+from ._ranking import uses_dense
 from ._rerank import Reranker
+from ._retrieval_models import RetrievalModels
+from ._search import QueryVectors, run_searches
 from ._signing import KbSigner, SignedRecord
+from ._store_files import read_content_version, stored_model
 from ._types import (
     CollectionStats,
     DeleteResult,
-    SearchHit,
     SearchQuery,
     SearchResult,
     SignResult,
@@ -63,7 +63,7 @@ from ._verification import (
 if TYPE_CHECKING:
     from ..core import Settings
 
-__all__ = ["KnowledgeBase", "VerifyReport", "stored_content_version"]
+__all__ = ["KnowledgeBase", "VerifyReport", "stored_content_version", "stored_retrieval_model"]
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +95,26 @@ class VerifyReport:
 def stored_content_version(settings: Settings, collection: str) -> str | None:
     """The content version of ``collection`` under ``data_dir/retrieval`` as a search
     reports it, read from its store without loading a model; None when it does not exist."""
-    from ._store import EntryStore
 
     check_collection_name(collection)
     path = settings.data_dir / "retrieval" / collection / "entries.sqlite3"
     try:
-        return EntryStore.read_content_version(path)
+        return read_content_version(path)
     except FileNotFoundError:
         return None
+
+
+def stored_retrieval_model(settings: Settings, collection: str) -> str | None:
+    """The model ``collection`` is searched with, named as its searches report it, read
+    from its store without loading a model; None when it does not exist."""
+    from ..core import embedder_version
+    from ..embedding import profile_embedder_name
+
+    check_collection_name(collection)
+    model = stored_model(settings.data_dir / "retrieval" / collection / "entries.sqlite3")
+    if model is not None and model == profile_embedder_name(settings):
+        return embedder_version(settings)
+    return model
 
 
 class KnowledgeBase:
@@ -119,6 +131,8 @@ class KnowledgeBase:
         signer: The KB writer's signer (the admin CLI's): every write signs the served
             records it changes and the collection head. None (every retrieval server):
             writes return the records unsigned (``to_sign``) for their writer to sign.
+        models: The model each collection is searched with (the one its store records);
+            None: ``embedder`` for every collection.
     """
 
     def __init__(
@@ -131,10 +145,12 @@ class KnowledgeBase:
         checker: EntailmentChecker | None = None,
         verdict_cache: VerdictCache | None = None,
         signer: KbSigner | None = None,
+        models: RetrievalModels | None = None,
     ) -> None:
         self.root = root
         self.signer = signer
         self.embedder = embedder
+        self.models = models or RetrievalModels(embedder)
         self.settings = settings
         self.reranker = reranker
         self.checker = checker
@@ -152,7 +168,9 @@ class KnowledgeBase:
         """Open one collection (caller holds ``_lock``, or is the constructor); on failure
         record why and return None."""
         try:
-            opened = Collection(name, self.root / name, self.embedder, self.settings)
+            recorded = stored_model(self.root / name / "entries.sqlite3")
+            embedder = self.models.for_collection(name, recorded)
+            opened = Collection(name, self.root / name, embedder, self.settings)
         except Exception as exc:  # any failure stays with this collection
             reason = f"{type(exc).__name__}: {exc}"
             self._failed[name] = (reason, time.monotonic())
@@ -187,14 +205,16 @@ class KnowledgeBase:
         from ._checkers import profile_checker, profile_verdict_cache
 
         chosen = profile_checker(settings) if checker == "profile" else checker
+        models = RetrievalModels.from_settings(settings)
         return cls(
             settings.data_dir / "retrieval",
-            shared_profile_embedder(settings),
+            models.profile,
             settings.retrieval,
             reranker,
             checker=chosen,
             verdict_cache=profile_verdict_cache(settings),
             signer=signer,
+            models=models,
         )
 
     # -- collections -----------------------------------------------------------------
@@ -214,6 +234,9 @@ class KnowledgeBase:
             # Also open one that another process (the CLI, a replica) created since.
             on_disk = (self.root / name / "entries.sqlite3").is_file()
             if found is None and (create or on_disk) and retry:
+                found = self._open_locked(name)
+            elif found is not None and found.model_changed():
+                # Re-embedded by another process: reopen with the model it now records.
                 found = self._open_locked(name)
             failed = self._failed.get(name)
         if found is None and failed is not None:
@@ -365,13 +388,37 @@ class KnowledgeBase:
                 )
         return out
 
-    def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Query vectors (one batch); the Ray deployment batches across requests with it."""
-        vectors = self.embedder.embed(texts)
+    def embed_queries(
+        self,
+        texts: Sequence[str],
+        embedder: Embedder | None = None,
+        collections: Sequence[str] = (),
+    ) -> NDArray[np.float32]:
+        """Query vectors by ``embedder`` (default: the profile's) in one batch; the Ray
+        deployment batches across requests with it. ``collections``: each query's, so
+        the matcher of that collection gets the query as retrieval embeds it."""
+        embedder = embedder or self.embedder
+        vectors = embedder.embed(texts)
         # After retrieval's own pass: the matcher's pass then overlaps the rest of the
         # search instead of delaying it.
-        prefetch_query_vectors(texts, besides=self.embedder)
+        by_collection: dict[str | None, list[str]] = {}
+        for i, text in enumerate(texts):
+            by_collection.setdefault(collections[i] if collections else None, []).append(text)
+        for collection, some in by_collection.items():
+            prefetch_query_vectors(some, besides=embedder, collection=collection)
         return vectors
+
+    def embedder_of(self, collection: str) -> Embedder:
+        """The embedder ``collection`` is searched with."""
+        return self.collection(collection).embedder
+
+    def reembed(self, collection: str, model: str, *, progress: bool = False) -> int:
+        """Re-embed every unit of ``collection`` with ``model`` (a name its store can
+        record: the profile embedder's, or ``tuned:<version>``) and search with it from
+        now on; returns the units re-embedded. Entries, verifications and signatures are
+        untouched: the content version stays."""
+        embedder = self.models.for_collection(collection, model)
+        return self.collection(collection).reembed(embedder, progress=progress)
 
     def validate(self, query: SearchQuery) -> None:
         """Check one query before any work (raises the caller-facing error)."""
@@ -385,7 +432,7 @@ class KnowledgeBase:
     def search(self, query: SearchQuery) -> SearchResult:
         """One search; see :meth:`search_batch`."""
         self.validate(query)
-        return self._run([query], None)[0]
+        return run_searches(self, [query], None)[0]
 
     def search_batch(
         self,
@@ -403,116 +450,17 @@ class KnowledgeBase:
         check_batch(queries, self.settings)
         for query in queries:
             self.validate(query)
-        if query_vectors is not None and query_vectors.shape != (
-            len(queries),
-            self.embedder.dimension,
-        ):
-            raise InternalError(f"query_vectors has shape {query_vectors.shape}")
-        return self._run(queries, query_vectors)
-
-    # -- the pipeline -----------------------------------------------------------------
-    def _run(
-        self, queries: Sequence[SearchQuery], vectors: NDArray[np.float32] | None
-    ) -> list[SearchResult]:
-        stages: list[dict[str, float]] = [{} for _ in queries]
-        dense_positions = [i for i, q in enumerate(queries) if uses_dense(q)]
-        if dense_positions and vectors is None:
-            started = time.perf_counter()
-            embedded = self.embed_queries([queries[i].text for i in dense_positions])
-            elapsed = (time.perf_counter() - started) * 1000
-            vectors = np.zeros((len(queries), self.embedder.dimension), dtype=np.float32)
-            vectors[dense_positions] = embedded
-            for i in dense_positions:
-                stages[i]["embed"] = elapsed
-        check_deadline("the search")
-        dense_lists = self._retrieve(queries, vectors, stages, dense=True)
-        sparse_lists = self._retrieve(queries, vectors, stages, dense=False)
-        return [
-            self._finish(query, dense_lists[i], sparse_lists[i], stages[i])
-            for i, query in enumerate(queries)
-        ]
-
-    def _depth(self, query: SearchQuery) -> int:
-        depth = max(self.settings.candidate_depth, query.top_k)
-        return max(depth, self.settings.rerank_head) if query.rerank else depth
-
-    def _retrieve(
-        self,
-        queries: Sequence[SearchQuery],
-        vectors: NDArray[np.float32] | None,
-        stages: list[dict[str, float]],
-        *,
-        dense: bool,
-    ) -> list[list[UnitMatch] | None]:
-        """Candidate lists of one retriever, batched per collection; None where unused."""
-        out: list[list[UnitMatch] | None] = [None] * len(queries)
-        by_collection: dict[str, list[int]] = {}
-        for i, query in enumerate(queries):
-            if uses_dense(query) if dense else uses_sparse(query):
-                by_collection.setdefault(query.collection, []).append(i)
-        for name, positions in by_collection.items():
-            collection = self.collection(name)
-            depth = max(self._depth(queries[i]) for i in positions)
-            started = time.perf_counter()
-            if dense:
-                assert vectors is not None
-                lists = collection.search_dense(vectors[positions], depth)
-            else:
-                lists = collection.search_sparse([queries[i].text for i in positions], depth)
-            elapsed = (time.perf_counter() - started) * 1000
-            for i, matches in zip(positions, lists, strict=True):
-                out[i] = matches[: self._depth(queries[i])]
-                stages[i]["dense" if dense else "sparse"] = elapsed
-        return out
-
-    def _finish(
-        self,
-        query: SearchQuery,
-        dense: list[UnitMatch] | None,
-        sparse: list[UnitMatch] | None,
-        stages: dict[str, float],
-    ) -> SearchResult:
-        started = time.perf_counter()
-        candidates = fuse(query, dense, sparse, rrf_k=self.settings.rrf_k)
-        stages["fuse"] = (time.perf_counter() - started) * 1000
-        head_size = max(query.top_k, self.settings.rerank_head if query.rerank else 0)
-        head = candidates[:head_size]
-        kb_version, found, signed, signed_head = self.collection(query.collection).served_entries(
-            [c.entry_id for c in head]
-        )
-        entries = {entry_id: entry for entry_id, (entry, _) in found.items()}
-        # An entry deleted by another process since the index saw it is left out.
-        head = [c for c in head if c.entry_id in entries]
-        if query.rerank:
-            started = time.perf_counter()
-            assert self.reranker is not None
-            head = rerank(
-                self.reranker, query, head, entries, rerank_head=self.settings.rerank_head
+        given: QueryVectors | None = None
+        if query_vectors is not None:
+            if query_vectors.shape != (len(queries), self.embedder.dimension):
+                raise InternalError(f"query_vectors has shape {query_vectors.shape}")
+            if any(self.embedder_of(q.collection) is not self.embedder for q in queries):
+                raise InternalError("query_vectors are the profile model's; a collection is not")
+            dense = [i for i, q in enumerate(queries) if uses_dense(q)]
+            given = QueryVectors(
+                {i: query_vectors[i] for i in dense}, dict.fromkeys(dense, self.embedder)
             )
-            stages["rerank"] = (time.perf_counter() - started) * 1000
-        hits = tuple(
-            SearchHit(
-                entry=entries[c.entry_id],
-                score=c.score if c.rerank is None else c.rerank,
-                rank=rank,
-                matched_unit_id=c.matched_unit(),
-                dense_score=c.dense.score if c.dense else None,
-                dense_rank=c.dense_rank,
-                sparse_score=c.sparse.score if c.sparse else None,
-                sparse_rank=c.sparse_rank,
-                rerank_score=c.rerank,
-                verification=found[c.entry_id][1],
-                served=signed.get(c.entry_id),
-            )
-            for rank, c in enumerate(head[: query.top_k], start=1)
-        )
-        return SearchResult(
-            hits=hits,
-            stage_milliseconds=stages,
-            kb_version=kb_version,
-            kb_content_version=self.collection(query.collection).content_version(),
-            signed_head=signed_head,
-        )
+        return run_searches(self, queries, given)
 
     def snapshot(self) -> None:
         """Snapshot every collection's indexes (those that failed to load are skipped)."""

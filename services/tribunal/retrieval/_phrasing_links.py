@@ -36,7 +36,7 @@ from ..core import (
 from ..core.storage import Database, KbPhrasingLinkRow
 from ..kb import entry_sha256
 from ._change_audit import AuditedWrites
-from ._store import stored_questions
+from ._store_files import stored_questions
 from ._validation import check_collection_name
 
 __all__ = ["LinkStatus", "PhrasingLink", "PhrasingLinks", "entry_questions", "normalised_query"]

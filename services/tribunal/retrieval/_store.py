@@ -6,7 +6,9 @@ restart loses nothing acknowledged. Every write appends to ``changes`` (one
 row per touched entry, with a growing sequence number); in-memory indexes
 remember the last sequence they applied and replay the rest, which also
 lets several processes serve the same directory. Embeddings are stored with
-their units, so indexes rebuild without re-embedding. Each entry's
+their units, so indexes rebuild without re-embedding; ``meta`` names the model they
+come from, and re-embedding with another model swaps every vector and that name in
+one transaction (a process still holding the old model is refused its next write). Each entry's
 verification (do its chunks entail its answer?) is written in the same
 transaction as the entry version it belongs to; the collection's
 ``self_evidenced`` policy lives in ``meta``. The writer's signatures of the served
@@ -17,22 +19,29 @@ rewrites, re-verifies or deletes the entry; the newest signed collection head is
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kb import KbEntry, entry_from_record, entry_sha256, entry_to_record
+from ..core import FailedPreconditionError
+from ..kb import KbEntry, entry_from_record, entry_to_record
 from ._signing import SignedRecord
+from ._store_files import content_version_of, record_sha256
 from ._verification import EntryVerification
 
-__all__ = ["EntryStore", "StoredUnits", "stored_questions"]
+__all__ = ["EntryStore", "RetrievalModelChangedError", "StoredUnits"]
+
+
+class RetrievalModelChangedError(FailedPreconditionError):
+    """The store was re-embedded with another model by another process after this one
+    opened it; reopening the collection with its new model resolves it."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -78,6 +87,7 @@ class EntryStore:
     def __init__(self, path: Path, *, dimension: int, embedder: str) -> None:
         self.path = path
         self.dimension = dimension
+        self.embedder = embedder
         self._lock = threading.Lock()
         self._db = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, timeout=30.0
@@ -100,8 +110,64 @@ class EntryStore:
                 raise ValueError(
                     f"{path} was built with embedder {stored['embedder']!r} "
                     f"(dimension {stored['dimension']}), not {embedder!r} ({dimension}); "
-                    "re-ingest it into a new collection"
+                    "re-embed it: `tribunal kb reembed --collection NAME --model profile|tuned`"
                 )
+
+    def model(self) -> str:
+        """The embedder the stored vectors come from now (another process may have
+        re-embedded the collection since this store was opened)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        return str(row[0])
+
+    def _check_model(self, db: sqlite3.Connection) -> None:
+        stored = db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()[0]
+        if stored != self.embedder:
+            # Vectors of two models in one index would make its scores meaningless.
+            raise RetrievalModelChangedError(
+                f"{self.path} was re-embedded with {stored!r} after this process opened it "
+                f"with {self.embedder!r}; retry (the collection reopens with its new model)"
+            )
+
+    def reembed(
+        self, embedder: str, dimension: int, embed: Callable[[list[str]], NDArray[np.float32]]
+    ) -> int:
+        """Replace every unit's vector by ``embed``'s (one call per batch of new texts,
+        outside any lock) and bind the store to ``embedder``, in one transaction.
+        Writes that land meanwhile get their units embedded on the next pass. Returns the
+        units re-embedded.
+
+        Raises:
+            FailedPreconditionError: the collection kept changing for three passes.
+        """
+        vectors: dict[str, NDArray[np.float32]] = {}
+        for _ in range(3):
+            with self._transaction("DEFERRED") as db:
+                seq = self._last_seq(db)
+                texts = [r[0] for r in db.execute("SELECT DISTINCT text FROM units")]
+            missing = [text for text in texts if text not in vectors]
+            if missing:
+                vectors.update(zip(missing, embed(missing), strict=True))
+            with self._transaction() as db:
+                if self._last_seq(db) != seq:
+                    continue  # written meanwhile: embed what is new, then try again
+                rows = db.execute("SELECT entry_id, position, text FROM units").fetchall()
+                db.executemany(
+                    "UPDATE units SET embedding = ? WHERE entry_id = ? AND position = ?",
+                    [
+                        (np.asarray(vectors[text], np.float32).tobytes(), entry_id, position)
+                        for entry_id, position, text in rows
+                    ],
+                )
+                db.executemany(
+                    "UPDATE meta SET value = ? WHERE key = ?",
+                    [(embedder, "embedder"), (str(dimension), "dimension")],
+                )
+                self.embedder, self.dimension = embedder, dimension
+                return len(rows)
+        raise FailedPreconditionError(
+            f"{self.path} changed during three re-embedding passes; rerun when writes pause"
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -144,6 +210,7 @@ class EntryStore:
         missing: list[str] = []
         verifications = verifications or {}
         with self._transaction() as db:
+            self._check_model(db)
             for entry, unit_ids, texts, vectors in upserts:
                 db.execute("DELETE FROM verifications WHERE entry_id = ?", (entry.id,))
                 db.execute("DELETE FROM signatures WHERE entry_id = ?", (entry.id,))
@@ -186,7 +253,7 @@ class EntryStore:
         with self._transaction() as db:
             for entry_id, verification in verifications.items():
                 row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
-                if row is None or _record_sha256(row[0]) != verification.entry_sha256:
+                if row is None or record_sha256(row[0]) != verification.entry_sha256:
                     continue  # deleted or rewritten since: its own upsert verified it
                 db.execute(
                     "INSERT OR REPLACE INTO verifications (entry_id, record) VALUES (?, ?)",
@@ -209,7 +276,7 @@ class EntryStore:
         with self._transaction() as db:
             for entry_id, (sha, signed) in entries.items():
                 row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
-                if row is None or _record_sha256(row[0]) != sha:
+                if row is None or record_sha256(row[0]) != sha:
                     continue  # rewritten or deleted since: its own writer signs it
                 db.execute(
                     "INSERT OR REPLACE INTO signatures (entry_id, signed) VALUES (?, ?)",
@@ -394,7 +461,7 @@ class EntryStore:
             verification = (
                 EntryVerification.from_record(json.loads(checked[0])) if checked else None
             )
-            if verification is not None and verification.entry_sha256 != _record_sha256(row[0]):
+            if verification is not None and verification.entry_sha256 != record_sha256(row[0]):
                 verification = None
             entry = entry_from_record(json.loads(row[0]), record_format="entries", max_chars=1)
             out[entry_id] = (entry, verification)
@@ -422,25 +489,9 @@ class EntryStore:
         ``kb-`` + 16 hex of the sha256 over the entries' ids and versions (sorted by id),
         so the same entries give the same value in any store."""
         with self._transaction("DEFERRED") as db:
-            version = _content_version(db)
+            version = content_version_of(db)
             last = self._last_seq(db)
         return last, version
-
-    @staticmethod
-    def read_content_version(path: Path) -> str:
-        """:meth:`content_version`'s hash of the store at ``path``, read without opening
-        the collection (no embedder, no index): what a calibration is bound to.
-
-        Raises:
-            FileNotFoundError: there is no store at ``path``.
-        """
-        if not path.is_file():
-            raise FileNotFoundError(path)
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
-        try:
-            return _content_version(db)
-        finally:
-            db.close()
 
     def iter_entries(self) -> Iterator[KbEntry]:
         """Every stored entry (for export)."""
@@ -450,38 +501,5 @@ class EntryStore:
             yield entry_from_record(json.loads(record), record_format="entries", max_chars=1)
 
 
-def _content_version(db: sqlite3.Connection) -> str:
-    """``kb-`` + 16 hex of the sha256 over the entries' ids and record hashes, by id."""
-    digest = hashlib.sha256()
-    for entry_id, record in db.execute("SELECT id, record FROM entries ORDER BY id"):
-        digest.update(f"{entry_id}\x00{_record_sha256(record)}\n".encode())
-    return f"kb-{digest.hexdigest()[:16]}"
-
-
-def stored_questions(path: Path, entry_ids: Sequence[str]) -> dict[str, str]:
-    """The question of each of ``entry_ids`` stored in the collection file ``path``, read
-    without the embedder and read-only (the review page shows them); absent ids and a
-    missing file give nothing."""
-    if not path.is_file() or not entry_ids:
-        return {}
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-    try:
-        out: dict[str, str] = {}
-        for entry_id in dict.fromkeys(entry_ids):
-            row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
-            if row is not None:
-                out[entry_id] = str(json.loads(row[0]).get("question", ""))
-        return out
-    finally:
-        db.close()
-
-
 def _verification_json(verification: EntryVerification) -> str:
     return json.dumps(verification.to_record(), ensure_ascii=False)
-
-
-def _record_sha256(record_json: str) -> str:
-    """The entry version of a stored record (as :func:`entry_sha256` computes it)."""
-    return entry_sha256(
-        entry_from_record(json.loads(record_json), record_format="entries", max_chars=1)
-    )

@@ -87,6 +87,10 @@ class SearchResult:
     signed_head: SignedRecord | None = None
     """The KB writer's newest signed record of the collection's version (None: never
     signed). ``kb_version`` and ``kb_content_version`` are that record's."""
+    retrieval_model: str = ""
+    """The model whose vectors the collection's dense search compared: the profile's
+    embedder as ``<artifact>@<12 hex of its sha256>``, or ``tuned:<tm-version>`` for a
+    collection re-embedded with its tuned matcher's model. Calibrations are bound to it."""
 
 
 @dataclass(frozen=True)

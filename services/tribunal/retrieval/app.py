@@ -86,6 +86,10 @@ class RetrievalDeployment(ServeApp, service="retrieval"):
     # -- domain methods (DeploymentHandle callers) --------------------------------------
     async def search(self, query: SearchQuery) -> SearchResult:
         self.kb.validate(query)
+        if self.kb.embedder_of(query.collection) is not self.kb.embedder:
+            # Searched with its own model (a tuned one): that embedder batches concurrent
+            # calls itself.
+            return (await asyncio.to_thread(self.kb.search_batch, [query]))[0]
         vectors = np.zeros((1, self.kb.embedder.dimension), dtype=np.float32)
         if query.mode is not SearchMode.SPARSE:
             vectors[0] = await self.embed_query(query.text)

@@ -155,6 +155,7 @@ def result_to_proto(result: SearchResult, request_id: str = "") -> retrieval_pb2
         kb_version=result.kb_version,
         kb_content_version=result.kb_content_version,
         kb_head=signed_to_proto(result.signed_head),
+        retrieval_model=result.retrieval_model,
         hits=[
             retrieval_pb2.SearchHit(
                 entry=entry_to_proto(hit.entry),

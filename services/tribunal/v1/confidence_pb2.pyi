@@ -75,18 +75,20 @@ class Signals(_message.Message):
     def __init__(self, retrieval_score: _Optional[float] = ..., retrieval_rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., sparse_score: _Optional[float] = ..., judge_p_yes: _Optional[_Mapping[str, float]] = ..., ensemble_p_match: _Optional[float] = ..., entailment_p_entail: _Optional[float] = ..., entailment_p_contradict: _Optional[float] = ..., supporting_passages: _Optional[int] = ..., debate: _Optional[_Union[DebateSignal, str]] = ..., debate_rounds: _Optional[int] = ..., extra: _Optional[_Mapping[str, float]] = ..., ensemble_p_match_margin: _Optional[float] = ...) -> None: ...
 
 class ScoreRequest(_message.Message):
-    __slots__ = ("signals", "alpha", "item_id", "kb_content_version", "matcher_version")
+    __slots__ = ("signals", "alpha", "item_id", "kb_content_version", "matcher_version", "retrieval_model")
     SIGNALS_FIELD_NUMBER: _ClassVar[int]
     ALPHA_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     KB_CONTENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     MATCHER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_MODEL_FIELD_NUMBER: _ClassVar[int]
     signals: Signals
     alpha: float
     item_id: str
     kb_content_version: str
     matcher_version: str
-    def __init__(self, signals: _Optional[_Union[Signals, _Mapping]] = ..., alpha: _Optional[float] = ..., item_id: _Optional[str] = ..., kb_content_version: _Optional[str] = ..., matcher_version: _Optional[str] = ...) -> None: ...
+    retrieval_model: str
+    def __init__(self, signals: _Optional[_Union[Signals, _Mapping]] = ..., alpha: _Optional[float] = ..., item_id: _Optional[str] = ..., kb_content_version: _Optional[str] = ..., matcher_version: _Optional[str] = ..., retrieval_model: _Optional[str] = ...) -> None: ...
 
 class ScoreResponse(_message.Message):
     __slots__ = ("confidence", "decision", "threshold", "calibrator_version", "alpha", "item_id", "threshold_status")

@@ -134,20 +134,22 @@ class SearchHit(_message.Message):
     def __init__(self, entry: _Optional[_Union[_common_pb2.KbEntry, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., dense_rank: _Optional[int] = ..., sparse_score: _Optional[float] = ..., sparse_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ..., matched_chunk_id: _Optional[str] = ..., verification: _Optional[_Union[EntryVerification, _Mapping]] = ..., served: _Optional[_Union[SignedRecord, _Mapping]] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "latencies", "kb_version", "request_id", "kb_content_version", "kb_head")
+    __slots__ = ("hits", "latencies", "kb_version", "request_id", "kb_content_version", "kb_head", "retrieval_model")
     HITS_FIELD_NUMBER: _ClassVar[int]
     LATENCIES_FIELD_NUMBER: _ClassVar[int]
     KB_VERSION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     KB_CONTENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     KB_HEAD_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_MODEL_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     latencies: _containers.RepeatedCompositeFieldContainer[_common_pb2.StageLatency]
     kb_version: int
     request_id: str
     kb_content_version: str
     kb_head: SignedRecord
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., latencies: _Optional[_Iterable[_Union[_common_pb2.StageLatency, _Mapping]]] = ..., kb_version: _Optional[int] = ..., request_id: _Optional[str] = ..., kb_content_version: _Optional[str] = ..., kb_head: _Optional[_Union[SignedRecord, _Mapping]] = ...) -> None: ...
+    retrieval_model: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., latencies: _Optional[_Iterable[_Union[_common_pb2.StageLatency, _Mapping]]] = ..., kb_version: _Optional[int] = ..., request_id: _Optional[str] = ..., kb_content_version: _Optional[str] = ..., kb_head: _Optional[_Union[SignedRecord, _Mapping]] = ..., retrieval_model: _Optional[str] = ...) -> None: ...
 
 class BatchSearchRequest(_message.Message):
     __slots__ = ("searches",)

@@ -106,6 +106,7 @@ REQUEST_LIMITS: dict[str, dict[str, str]] = {
         "item_id": ID,
         "kb_content_version": ID,
         "matcher_version": ID,
+        "retrieval_model": ID,
     },
     "tribunal.v1.Signals": {
         "judge_p_yes": "confidence.max_signals_per_item",

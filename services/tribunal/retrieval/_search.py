@@ -1,0 +1,174 @@
+"""A knowledge base's search pipeline: embed the queries (one batch per model) → dense
+and sparse candidate lists per collection (FAISS and BM25 batched over the queries) →
+reciprocal rank fusion → optional rerank of the head → the top_k hits with their
+entries and each entry's stored verification."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..core import check_deadline
+from ..embedding import Embedder
+from ._dense import UnitMatch
+from ._ranking import fuse, rerank, uses_dense, uses_sparse
+from ._store import RetrievalModelChangedError
+from ._types import SearchHit, SearchQuery, SearchResult
+
+if TYPE_CHECKING:
+    from ._knowledge_base import KnowledgeBase
+
+__all__ = ["QueryVectors", "run_searches"]
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """The dense queries' vectors by position in the batch, and the embedder of each."""
+
+    vectors: dict[int, NDArray[np.float32]]
+    embedders: dict[int, Embedder]
+
+
+def run_searches(
+    kb: KnowledgeBase, queries: Sequence[SearchQuery], given: QueryVectors | None
+) -> list[SearchResult]:
+    """The searches (already validated), in request order; ``given``: vectors computed
+    elsewhere, else each query is embedded with its collection's model."""
+    stages: list[dict[str, float]] = [{} for _ in queries]
+    embedded = given if given is not None else _embed(kb, queries, stages)
+    check_deadline("the search")
+    dense_lists = _retrieve(kb, queries, embedded, stages, dense=True)
+    sparse_lists = _retrieve(kb, queries, embedded, stages, dense=False)
+    return [
+        _finish(
+            kb,
+            query,
+            (dense_lists[i], sparse_lists[i]),
+            stages[i],
+            embedder=embedded.embedders.get(i),
+        )
+        for i, query in enumerate(queries)
+    ]
+
+
+def _embed(
+    kb: KnowledgeBase, queries: Sequence[SearchQuery], stages: list[dict[str, float]]
+) -> QueryVectors:
+    """One batch per model: collections searched with one model share it."""
+    groups: dict[int, tuple[Embedder, list[int]]] = {}
+    for i, query in enumerate(queries):
+        if uses_dense(query):
+            embedder = kb.embedder_of(query.collection)
+            groups.setdefault(id(embedder), (embedder, []))[1].append(i)
+    vectors: dict[int, NDArray[np.float32]] = {}
+    embedders: dict[int, Embedder] = {}
+    for embedder, positions in groups.values():
+        started = time.perf_counter()
+        embedded = kb.embed_queries(
+            [queries[i].text for i in positions],
+            embedder,
+            [queries[i].collection for i in positions],
+        )
+        elapsed = (time.perf_counter() - started) * 1000
+        for i, row in zip(positions, embedded, strict=True):
+            vectors[i], embedders[i] = row, embedder
+            stages[i]["embed"] = elapsed
+    return QueryVectors(vectors, embedders)
+
+
+def _depth(kb: KnowledgeBase, query: SearchQuery) -> int:
+    depth = max(kb.settings.candidate_depth, query.top_k)
+    return max(depth, kb.settings.rerank_head) if query.rerank else depth
+
+
+def _retrieve(
+    kb: KnowledgeBase,
+    queries: Sequence[SearchQuery],
+    embedded: QueryVectors,
+    stages: list[dict[str, float]],
+    *,
+    dense: bool,
+) -> list[list[UnitMatch] | None]:
+    """Candidate lists of one retriever, batched per collection; None where unused."""
+    out: list[list[UnitMatch] | None] = [None] * len(queries)
+    by_collection: dict[str, list[int]] = {}
+    for i, query in enumerate(queries):
+        if uses_dense(query) if dense else uses_sparse(query):
+            by_collection.setdefault(query.collection, []).append(i)
+    for name, positions in by_collection.items():
+        collection = kb.collection(name)
+        depth = max(_depth(kb, queries[i]) for i in positions)
+        started = time.perf_counter()
+        if dense:
+            if any(embedded.embedders[i] is not collection.embedder for i in positions):
+                # Re-embedded by another process between embedding and searching.
+                raise RetrievalModelChangedError(
+                    f"collection {name!r} was re-embedded with {collection.embedder.name!r} "
+                    "during the search; retry"
+                )
+            vectors = np.stack([embedded.vectors[i] for i in positions])
+            lists = collection.search_dense(vectors, depth)
+        else:
+            lists = collection.search_sparse([queries[i].text for i in positions], depth)
+        elapsed = (time.perf_counter() - started) * 1000
+        for i, matches in zip(positions, lists, strict=True):
+            out[i] = matches[: _depth(kb, queries[i])]
+            stages[i]["dense" if dense else "sparse"] = elapsed
+    return out
+
+
+def _finish(
+    kb: KnowledgeBase,
+    query: SearchQuery,
+    lists: tuple[list[UnitMatch] | None, list[UnitMatch] | None],
+    stages: dict[str, float],
+    *,
+    embedder: Embedder | None,
+) -> SearchResult:
+    """Fuse the (dense, sparse) lists, rerank, and read the hits' entries."""
+    dense, sparse = lists
+    started = time.perf_counter()
+    candidates = fuse(query, dense, sparse, rrf_k=kb.settings.rrf_k)
+    stages["fuse"] = (time.perf_counter() - started) * 1000
+    head_size = max(query.top_k, kb.settings.rerank_head if query.rerank else 0)
+    head = candidates[:head_size]
+    collection = kb.collection(query.collection)
+    kb_version, found, signed, signed_head = collection.served_entries([c.entry_id for c in head])
+    entries = {entry_id: entry for entry_id, (entry, _) in found.items()}
+    # An entry deleted by another process since the index saw it is left out.
+    head = [c for c in head if c.entry_id in entries]
+    if query.rerank:
+        started = time.perf_counter()
+        assert kb.reranker is not None
+        head = rerank(kb.reranker, query, head, entries, rerank_head=kb.settings.rerank_head)
+        stages["rerank"] = (time.perf_counter() - started) * 1000
+    hits = tuple(
+        SearchHit(
+            entry=entries[c.entry_id],
+            score=c.score if c.rerank is None else c.rerank,
+            rank=rank,
+            matched_unit_id=c.matched_unit(),
+            dense_score=c.dense.score if c.dense else None,
+            dense_rank=c.dense_rank,
+            sparse_score=c.sparse.score if c.sparse else None,
+            sparse_rank=c.sparse_rank,
+            rerank_score=c.rerank,
+            verification=found[c.entry_id][1],
+            served=signed.get(c.entry_id),
+        )
+        for rank, c in enumerate(head[: query.top_k], start=1)
+    )
+    return SearchResult(
+        hits=hits,
+        stage_milliseconds=stages,
+        kb_version=kb_version,
+        kb_content_version=collection.content_version(),
+        signed_head=signed_head,
+        # The model whose vectors were compared (a sparse-only search: the collection's).
+        retrieval_model=kb.models.reported(embedder or collection.embedder),
+    )
