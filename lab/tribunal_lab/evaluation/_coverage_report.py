@@ -33,6 +33,8 @@ def coverage_markdown(report: dict[str, Any]) -> str:
                 f"→{metrics['after']['auroc']:.3f}, "
                 f"tune {condition['tune']['seconds']:.0f} s)"
             )
+        if str(condition.get("retrieval_model", "")).startswith("tuned:"):
+            label += ", retrieval with the tune"
         for row in condition["rows"]:
             test = row["test"]
             if row["certified"]:

@@ -87,6 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base", default=None, help="tribunal tune --base (default: the matcher's embedder)"
     )
+    parser.add_argument(
+        "--tuned-retrieval",
+        action="store_true",
+        help="taught and tuned: re-embed the collection with its tune (`tribunal kb reembed "
+        "--model tuned`), so retrieval and matching share one model",
+    )
     parser.add_argument("--delta", type=float, default=None, help="default: the profile's")
     parser.add_argument(
         "--holdout-fraction",
@@ -225,11 +231,15 @@ def _tune(
     *,
     record: dict[str, Any],
     base: str | None,
+    tuned_retrieval: bool,
 ) -> tuple[Any, Any]:
-    """``tribunal tune`` on the traffic, then what ``tribunal calibrate`` keeps: the tuned
-    matcher served, the traffic cut to the tune's held-out part."""
+    """``tribunal tune`` on the traffic (and, ``tuned_retrieval``, ``tribunal kb reembed
+    --model tuned``), then what ``tribunal calibrate`` keeps: the tuned matcher served,
+    the traffic cut to the tune's held-out part."""
     from tribunal.commands.calibrate import tuned_part
     from tribunal.commands.tune import tune_collection
+    from tribunal.ensemble import tuned_model_name
+    from tribunal.retrieval import KnowledgeBase
 
     print(f"[{name}] tribunal tune on {len(traffic)} labelled queries ...", flush=True)
     started = time.perf_counter()
@@ -242,6 +252,15 @@ def _tune(
         "version": directory.name,
     }
     print(f"    tune took {record['tune']['seconds']:.0f} s: {outcome.metrics}", flush=True)
+    if tuned_retrieval:
+        started = time.perf_counter()
+        kb = KnowledgeBase.from_settings(settings, checker=None)
+        try:
+            units = kb.reembed(name, tuned_model_name(directory.name), progress=True)
+        finally:
+            kb.close()
+        record["tune"]["reembed_seconds"] = round(time.perf_counter() - started, 1)
+        print(f"    re-embedded {units} units with the tune", flush=True)
     return tuned_part(settings, name, traffic)
 
 
@@ -296,7 +315,13 @@ def _condition(
             )
         if name in {"taught", "tuned"}:
             settings, traffic = _tune(
-                settings, name, traffic, tune_config, record=record, base=args.base
+                settings,
+                name,
+                traffic,
+                tune_config,
+                record=record,
+                base=args.base,
+                tuned_retrieval=args.tuned_retrieval,
             )
         _write_rows(
             calibration,
@@ -314,6 +339,7 @@ def _condition(
         test_observed, _ = _observed(settings, name, test, work / "test-signals.jsonl", False)
         stored.write_text(json.dumps(record, indent=1) + "\n")
     record["matcher"] = binding.matcher
+    record["retrieval_model"] = binding.embedder
     record["calibration_queries"] = len(traffic)
     record["fit_only_queries"] = sum(1 for q in traffic.queries if q.fit_only)
     # Queries a stage failed on (no candidate: never answered); 0 unless the machine stalls.
