@@ -65,7 +65,7 @@ def _reembed(args: argparse.Namespace) -> int:
     from ..core import load_settings
     from ..retrieval import AuditedWrites, KnowledgeBase
     from ..retrieval.servicer import open_change_log
-    from .kb import _actor
+    from ._actors import cli_actor
 
     settings = load_settings(args.profile)
     kb = KnowledgeBase.from_settings(settings, checker=None)
@@ -75,7 +75,7 @@ def _reembed(args: argparse.Namespace) -> int:
         print(f"re-embedding collection {args.collection!r}: {before} -> {name}", file=sys.stderr)
         started = time.perf_counter()
         units = AuditedWrites(kb, open_change_log(settings)).reembed(
-            _actor(), args.collection, name, progress=True
+            cli_actor(), args.collection, name, progress=True
         )
         after = kb.models.reported(kb.embedder_of(args.collection))
     finally:

@@ -20,9 +20,9 @@ __all__ = ["rejected_links", "tune_actor", "write_teaching"]
 
 def tune_actor() -> str:
     """Who the KB change audit names: the tune, run by the local user."""
-    from .kb import _actor
+    from ._actors import cli_actor
 
-    return f"tribunal-tune ({_actor()})"
+    return f"tribunal-tune ({cli_actor()})"
 
 
 def rejected_links(settings: Settings, collection: str) -> set[tuple[str, str]]:

@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._actors import cli_actor
 from ._kb_reembed import register_reembed
 
 if TYPE_CHECKING:
@@ -197,17 +198,6 @@ def _audited(args: argparse.Namespace, kb: KnowledgeBase) -> AuditedWrites:
     return AuditedWrites(kb, open_change_log(load_settings(args.profile)))
 
 
-def _actor() -> str:
-    import getpass
-
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):  # no user name for this uid (a container)
-        import os
-
-        return f"cli:uid-{os.getuid()}"
-
-
 def _ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -238,7 +228,11 @@ def _ingest(args: argparse.Namespace) -> int:
             for start in range(0, len(entries), batch):
                 part = entries[start : start + batch]
                 result = writes.upsert(
-                    _actor(), args.collection, part, create=True, self_evidenced=args.self_evidenced
+                    cli_actor(),
+                    args.collection,
+                    part,
+                    create=True,
+                    self_evidenced=args.self_evidenced,
                 )
                 total, cached = result.total_entries, cached + result.cached
                 for verdict, count in result.verdicts.items():
@@ -399,7 +393,7 @@ def _sign(args: argparse.Namespace) -> int:
 def _delete(args: argparse.Namespace) -> int:
     kb = _open(args, writer=True)
     try:
-        result = _audited(args, kb).delete(_actor(), args.collection, args.ids)
+        result = _audited(args, kb).delete(cli_actor(), args.collection, args.ids)
         print(f"deleted {result.deleted}; not found: {', '.join(result.missing_ids) or 'none'}")
     finally:
         kb.close()
@@ -483,7 +477,7 @@ def _phrasings_approve(args: argparse.Namespace) -> int:
         writes = _audited(args, kb)
         approved = []
         for link_id in args.links:
-            link = links.approve(_actor(), link_id, writes, note=args.note)
+            link = links.approve(cli_actor(), link_id, writes, note=args.note)
             approved.append(link)
             print(
                 f"approved {link.id}: {link.query[:80]!r} is a phrasing of "
@@ -503,7 +497,7 @@ def _phrasings_reject(args: argparse.Namespace) -> int:
 
     links = _links(load_settings(args.profile))
     for link_id in args.links:
-        link = links.reject(_actor(), link_id, args.reason)
+        link = links.reject(cli_actor(), link_id, args.reason)
         print(f"rejected {link.id}: {link.query[:80]!r} is not {link.entry_id}'s")
     return 0
 

@@ -8,22 +8,41 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..core import check_deadline
+from ..core import RetrievalSettings, check_deadline
 from ..embedding import Embedder
+from ._collection import Collection
 from ._dense import UnitMatch
 from ._ranking import fuse, rerank, uses_dense, uses_sparse
+from ._rerank import Reranker
+from ._retrieval_models import RetrievalModels
 from ._store import RetrievalModelChangedError
 from ._types import SearchHit, SearchQuery, SearchResult
 
-if TYPE_CHECKING:
-    from ._knowledge_base import KnowledgeBase
+__all__ = ["QueryVectors", "SearchedKnowledgeBase", "run_searches"]
 
-__all__ = ["QueryVectors", "run_searches"]
+
+class SearchedKnowledgeBase(Protocol):
+    """What the pipeline reads of a knowledge base (:class:`KnowledgeBase`)."""
+
+    settings: RetrievalSettings
+    reranker: Reranker | None
+    models: RetrievalModels
+
+    def collection(self, name: str, *, create: bool = False) -> Collection: ...
+
+    def embedder_of(self, collection: str) -> Embedder: ...
+
+    def embed_queries(
+        self,
+        texts: Sequence[str],
+        embedder: Embedder | None = None,
+        collections: Sequence[str] = (),
+    ) -> NDArray[np.float32]: ...
 
 
 @dataclass(frozen=True)
@@ -35,7 +54,7 @@ class QueryVectors:
 
 
 def run_searches(
-    kb: KnowledgeBase, queries: Sequence[SearchQuery], given: QueryVectors | None
+    kb: SearchedKnowledgeBase, queries: Sequence[SearchQuery], given: QueryVectors | None
 ) -> list[SearchResult]:
     """The searches (already validated), in request order; ``given``: vectors computed
     elsewhere, else each query is embedded with its collection's model."""
@@ -57,7 +76,7 @@ def run_searches(
 
 
 def _embed(
-    kb: KnowledgeBase, queries: Sequence[SearchQuery], stages: list[dict[str, float]]
+    kb: SearchedKnowledgeBase, queries: Sequence[SearchQuery], stages: list[dict[str, float]]
 ) -> QueryVectors:
     """One batch per model: collections searched with one model share it."""
     groups: dict[int, tuple[Embedder, list[int]]] = {}
@@ -81,13 +100,13 @@ def _embed(
     return QueryVectors(vectors, embedders)
 
 
-def _depth(kb: KnowledgeBase, query: SearchQuery) -> int:
+def _depth(kb: SearchedKnowledgeBase, query: SearchQuery) -> int:
     depth = max(kb.settings.candidate_depth, query.top_k)
     return max(depth, kb.settings.rerank_head) if query.rerank else depth
 
 
 def _retrieve(
-    kb: KnowledgeBase,
+    kb: SearchedKnowledgeBase,
     queries: Sequence[SearchQuery],
     embedded: QueryVectors,
     stages: list[dict[str, float]],
@@ -123,7 +142,7 @@ def _retrieve(
 
 
 def _finish(
-    kb: KnowledgeBase,
+    kb: SearchedKnowledgeBase,
     query: SearchQuery,
     lists: tuple[list[UnitMatch] | None, list[UnitMatch] | None],
     stages: dict[str, float],
