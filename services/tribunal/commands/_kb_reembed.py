@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..core import Settings
     from ..retrieval import KnowledgeBase
 
-__all__ = ["register_reembed", "retrieval_model_name"]
+__all__ = ["reembed_collection", "register_reembed", "retrieval_model_name"]
 
 
 def register_reembed(actions: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -61,28 +61,35 @@ def retrieval_model_name(settings: Settings, kb: KnowledgeBase, collection: str,
     return tuned_model_name(TunedMatcher.load(directory).version)
 
 
-def _reembed(args: argparse.Namespace) -> int:
-    from ..core import load_settings
+def reembed_collection(settings: Settings, collection: str, model: str) -> None:
+    """Re-embed ``collection`` with ``model`` (``tuned`` or ``profile``), audited under the
+    local user's name, saying what it did and what to do next."""
     from ..retrieval import AuditedWrites, KnowledgeBase
     from ..retrieval.servicer import open_change_log
     from ._actors import cli_actor
 
-    settings = load_settings(args.profile)
     kb = KnowledgeBase.from_settings(settings, checker=None)
     try:
-        name = retrieval_model_name(settings, kb, args.collection, args.model)
-        before = kb.models.reported(kb.embedder_of(args.collection))
-        print(f"re-embedding collection {args.collection!r}: {before} -> {name}", file=sys.stderr)
+        name = retrieval_model_name(settings, kb, collection, model)
+        before = kb.models.reported(kb.embedder_of(collection))
+        print(f"re-embedding collection {collection!r}: {before} -> {name}", file=sys.stderr)
         started = time.perf_counter()
         units = AuditedWrites(kb, open_change_log(settings)).reembed(
-            cli_actor(), args.collection, name, progress=True
+            cli_actor(), collection, name, progress=True
         )
-        after = kb.models.reported(kb.embedder_of(args.collection))
+        after = kb.models.reported(kb.embedder_of(collection))
     finally:
         kb.close()
     print(
-        f"collection {args.collection!r} now searched with {after}: {units} units re-embedded "
-        f"in {time.perf_counter() - started:.1f} s. Certify a calibrator under it: `tribunal "
-        f"calibrate --collection {args.collection} --traffic LABELLED.jsonl`"
+        f"collection {collection!r} now searched with {after}: {units} units re-embedded "
+        f"in {time.perf_counter() - started:.1f} s. A calibrator certified under {before} "
+        f"no longer applies: `tribunal calibrate --collection {collection} --traffic "
+        "LABELLED.jsonl`"
     )
+
+
+def _reembed(args: argparse.Namespace) -> int:
+    from ..core import load_settings
+
+    reembed_collection(load_settings(args.profile), args.collection, args.model)
     return 0

@@ -69,6 +69,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_false",
         help="do not add the train queries to the KB's phrasings",
     )
+    parser.add_argument(
+        "--retrieval",
+        action="store_true",
+        help="also search the collection with the tune (`tribunal kb reembed --model "
+        "tuned`): one model pass per query",
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="(32)")
     parser.add_argument("--learning-rate", type=float, default=2e-5, help="(2e-5)")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop after N steps (-1: epochs)")
@@ -141,6 +147,10 @@ def _tune(args: argparse.Namespace) -> int:
         f"{time.perf_counter() - started:.0f} s. Certify it on the held-out part: "
         f"`tribunal calibrate --collection {args.collection} --traffic {args.traffic}`"
     )
+    if args.retrieval:
+        from ._kb_reembed import reembed_collection
+
+        reembed_collection(settings, args.collection, "tuned")
     return 0
 
 
