@@ -100,30 +100,39 @@ class CalibrationBinding:
         Raises:
             FailedPreconditionError: a version differs; the message names the command.
         """
-        if strict and not collection_version:
-            raise FailedPreconditionError(
-                f"calibrator {artifact_version} is certified for collection "
-                f"{self.collection!r} at version {self.collection_version}; retrieval did not "
-                "report the KB's content version, so the certification cannot be checked. "
-                f"Upgrade retrieval, or recalibrate: {recalibrate_command(self.collection)}",
-                field=f"{where}collection_version",
-            )
-        if collection_version and collection_version != self.collection_version:
-            raise FailedPreconditionError(
-                f"calibrator {artifact_version} is certified for collection "
-                f"{self.collection!r} at version {self.collection_version}; the request's KB "
-                f"is at {collection_version} (entries changed, or another collection). "
-                f"Recalibrate: {recalibrate_command(self.collection)}",
-                field=f"{where}collection_version",
-            )
-        if matcher and matcher != self.matcher:
-            raise FailedPreconditionError(
-                f"calibrator {artifact_version} is certified for matcher {self.matcher}; the "
-                f"request's candidates were matched by {matcher}. Recalibrate: "
-                f"{recalibrate_command(self.collection)}",
-                field=f"{where}matcher_version",
-            )
-        self._check_retrieval_model(retrieval_model, artifact_version, where, strict=strict)
+        self._compare(
+            collection_version,
+            self.collection_version,
+            artifact_version,
+            strict=strict,
+            field=f"{where}collection_version",
+            certified=f"collection {self.collection!r} at version {self.collection_version}",
+            unreported="retrieval did not report the KB's content version",
+            other=f"the request's KB is at {collection_version} (entries changed, or "
+            "another collection)",
+        )
+        self._compare(
+            matcher,
+            self.matcher,
+            artifact_version,
+            strict=False,
+            field=f"{where}matcher_version",
+            certified=f"matcher {self.matcher}",
+            unreported="",
+            other=f"the request's candidates were matched by {matcher}",
+        )
+        # Candidates found by another model's vectors: their dense scores, and so which
+        # entries became candidates, are another model's.
+        self._compare(
+            retrieval_model,
+            self.embedder,
+            artifact_version,
+            strict=strict,
+            field=f"{where}retrieval_model",
+            certified=f"retrieval model {self.embedder}",
+            unreported="retrieval did not report the model its dense search compared",
+            other=f"the request's candidates were retrieved with {retrieval_model}",
+        )
         if candidates and candidates != self.candidates:
             # The certified decision is the best of this many candidates: another count is
             # another procedure, with another hallucination rate.
@@ -135,23 +144,31 @@ class CalibrationBinding:
                 field="gateway.candidates",
             )
 
-    def _check_retrieval_model(
-        self, retrieval_model: str, artifact_version: str, where: str, *, strict: bool
+    def _compare(
+        self,
+        reported: str,
+        bound: str,
+        artifact_version: str,
+        *,
+        strict: bool,
+        field: str,
+        certified: str,
+        unreported: str,
+        other: str,
     ) -> None:
-        """Refuse candidates found by another model's vectors: their dense scores, and so
-        which entries became candidates, are another model's."""
-        if strict and not retrieval_model:
-            raise FailedPreconditionError(
-                f"calibrator {artifact_version} is certified for retrieval model "
-                f"{self.embedder}; retrieval did not report the model its dense search "
-                "compared, so the certification cannot be checked. Upgrade retrieval, or "
-                f"recalibrate: {recalibrate_command(self.collection)}",
-                field=f"{where}retrieval_model",
+        """Refuse a reported version other than the bound one (``strict``: an unreported
+        one too, whose certification cannot be checked)."""
+        if strict and not reported:
+            problem = (
+                f"{unreported}, so the certification cannot be checked. Upgrade retrieval, "
+                "or recalibrate"
             )
-        if retrieval_model and retrieval_model != self.embedder:
-            raise FailedPreconditionError(
-                f"calibrator {artifact_version} is certified for retrieval model "
-                f"{self.embedder}; the request's candidates were retrieved with "
-                f"{retrieval_model}. Recalibrate: {recalibrate_command(self.collection)}",
-                field=f"{where}retrieval_model",
-            )
+        elif reported and reported != bound:
+            problem = f"{other}. Recalibrate"
+        else:
+            return
+        raise FailedPreconditionError(
+            f"calibrator {artifact_version} is certified for {certified}; {problem}: "
+            f"{recalibrate_command(self.collection)}",
+            field=field,
+        )
