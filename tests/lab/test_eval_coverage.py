@@ -148,6 +148,9 @@ def test_the_report_says_what_the_tune_taught() -> None:
         table
     )
     assert "0.090 (λ=0.900) | 0.500 (10/20) | 0.400 | 0.050 (1/20) | 0.380 |" in table
+    # Retrieval with the tune is said beside the condition.
+    report["conditions"][0]["retrieval_model"] = "tuned:tm-000000000001"
+    assert "tune 12 s), retrieval with the tune | 20 | ltt |" in coverage_markdown(report)
 
 
 def test_by_answer_set_regroups_answerable_rows_and_leaves_the_rest(tmp_path: Path) -> None:
