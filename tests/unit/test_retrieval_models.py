@@ -60,6 +60,16 @@ def _kb(root: Path, profile: LetterEmbedder, tuned: LetterEmbedder) -> Knowledge
     )
 
 
+def _ingested(
+    root: Path, profile: LetterEmbedder, tuned: LetterEmbedder, *collections: str
+) -> KnowledgeBase:
+    """A knowledge base with ``ENTRIES`` in each collection (default: ``faq``)."""
+    kb = _kb(root, profile, tuned)
+    for name in collections or ("faq",):
+        kb.upsert(name, ENTRIES, create=True, self_evidenced=True)
+    return kb
+
+
 def _query(text: str, collection: str = "faq") -> SearchQuery:
     return SearchQuery(text=text, collection=collection, top_k=3)
 
@@ -73,8 +83,7 @@ def test_reembedding_swaps_every_vector_and_the_reported_model(
     tmp_path: Path, embedders: tuple[LetterEmbedder, LetterEmbedder]
 ) -> None:
     profile, tuned = embedders
-    kb = _kb(tmp_path, profile, tuned)
-    kb.upsert("faq", ENTRIES, create=True, self_evidenced=True)
+    kb = _ingested(tmp_path, profile, tuned)
     before = kb.search(_query("change my PIN"))
     assert before.retrieval_model == "profile@0123456789ab"
     assert before.hits[0].entry.id == "pin"
@@ -108,8 +117,7 @@ def test_a_process_holding_the_old_model_reopens_and_a_stale_write_is_refused(
     tmp_path: Path, embedders: tuple[LetterEmbedder, LetterEmbedder]
 ) -> None:
     profile, tuned = embedders
-    writer = _kb(tmp_path, profile, tuned)
-    writer.upsert("faq", ENTRIES, create=True, self_evidenced=True)
+    writer = _ingested(tmp_path, profile, tuned)
     server = _kb(tmp_path, profile, tuned)
     assert server.search(_query("new card")).retrieval_model == "profile@0123456789ab"
     stale = EntryStore(tmp_path / "faq" / "entries.sqlite3", dimension=16, embedder=profile.name)
@@ -137,8 +145,7 @@ def test_a_collection_of_a_model_this_service_cannot_load_fails_alone(
     tmp_path: Path, embedders: tuple[LetterEmbedder, LetterEmbedder]
 ) -> None:
     profile, tuned = embedders
-    kb = _kb(tmp_path, profile, tuned)
-    kb.upsert("faq", ENTRIES, create=True, self_evidenced=True)
+    kb = _ingested(tmp_path, profile, tuned)
     kb.upsert("other", ENTRIES[:1], create=True, self_evidenced=True)
     kb.reembed("faq", TUNED)
     kb.close()
@@ -155,9 +162,7 @@ def test_a_batch_over_two_models_embeds_each_query_once_with_its_collections_mod
     tmp_path: Path, embedders: tuple[LetterEmbedder, LetterEmbedder]
 ) -> None:
     profile, tuned = embedders
-    kb = _kb(tmp_path, profile, tuned)
-    kb.upsert("faq", ENTRIES, create=True, self_evidenced=True)
-    kb.upsert("other", ENTRIES, create=True, self_evidenced=True)
+    kb = _ingested(tmp_path, profile, tuned, "faq", "other")
     kb.reembed("faq", TUNED)
     profile.texts.clear()
     tuned.texts.clear()
@@ -177,8 +182,7 @@ def test_writes_that_land_while_re_embedding_are_embedded_too(
     tmp_path: Path, embedders: tuple[LetterEmbedder, LetterEmbedder]
 ) -> None:
     profile, tuned = embedders
-    kb = _kb(tmp_path, profile, tuned)
-    kb.upsert("faq", ENTRIES, create=True, self_evidenced=True)
+    kb = _ingested(tmp_path, profile, tuned)
     store = kb.collection("faq").store
     late = KbEntry("late", "Can I freeze my card?", "Yes, in the app.")
     passes: list[list[str]] = []

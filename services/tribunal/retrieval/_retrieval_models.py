@@ -57,7 +57,7 @@ class RetrievalModels:
 
         return cls(
             shared_profile_embedder(settings),
-            profile_version=embedder_version(settings) if settings.roles is not None else "",
+            profile_version=embedder_version(settings),
             load=load,
         )
 
