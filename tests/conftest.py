@@ -29,6 +29,10 @@ SHARED = next(
 )
 
 
+# First: pytest-xdist's own hook reads the ``xdist_group`` marks into each test's id
+# (``nodeid@group``) as the tests are collected; marks added after it are ignored, and every
+# test becomes a group of its own.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """How pytest-xdist (``make test``: two processes, ``--dist loadgroup``) shares tests.
 
@@ -45,6 +49,46 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("ray"))
         elif not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+def _resident_mib() -> tuple[float, float, float]:
+    """This process's resident memory now, the anonymous part of it (not mapped files such
+    as llama.cpp's model weights), and its peak so far, in MiB (Linux's /proc)."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+    resident, anonymous, peak = (
+        int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "RssAnon", "VmHWM")
+    )
+    return resident, anonymous, peak
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With TRIBUNAL_TEST_MEMORY_LOG=DIR, each worker appends one line per test to
+    DIR/<worker>.tsv: the test, its resident memory before and after, the anonymous part
+    after, and the worker's peak after it (MiB). This is how a test that grows a worker
+    towards the machine's limit is found."""
+    log_dir = os.environ.get("TRIBUNAL_TEST_MEMORY_LOG")
+    before = _resident_mib()[0] if log_dir else 0.0
+    yield
+    if log_dir:
+        after, anonymous, peak = _resident_mib()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(Path(log_dir) / f"{worker}.tsv", "a") as log:
+            log.write(f"{item.nodeid}\t{before:.0f}\t{after:.0f}\t{anonymous:.0f}\t{peak:.0f}\n")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under ``--dist loadgroup`` every test must carry its group in its id, or the groups
+    above silently stop holding (two Ray clusters at once, two copies of a module's
+    models)."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    ungrouped = [item.nodeid for item in session.items if "@" not in item.nodeid]
+    if ungrouped:
+        raise pytest.UsageError(
+            f"{len(ungrouped)} tests without an xdist group, e.g. {ungrouped[0]}: the "
+            "group marks must be added before pytest-xdist reads them"
+        )
 
 
 @pytest.fixture(scope="module", autouse=True)
