@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import sys
@@ -89,6 +90,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             f"{len(ungrouped)} tests without an xdist group, e.g. {ungrouped[0]}: the "
             "group marks must be added before pytest-xdist reads them"
         )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A test process that hangs on its way out, after its last test (a Ray driver's exit
+    handler waiting on a cluster that died with another process, a thread that never
+    ends), would hold ``make test`` until CI's own limit, past every test's timeout. If it
+    has not exited TRIBUNAL_TEST_EXIT_GRACE_S seconds (default 120) after its session
+    ended, the tracebacks of its threads go to stderr and it exits with status 1."""
+    grace = float(os.environ.get("TRIBUNAL_TEST_EXIT_GRACE_S", "120"))
+    # faulthandler's watchdog is a C thread: it fires even while Python code is blocked.
+    faulthandler.dump_traceback_later(grace, exit=True, file=sys.__stderr__)
 
 
 @pytest.fixture(scope="module", autouse=True)
