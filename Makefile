@@ -8,6 +8,11 @@ PROFILE ?= tiny
 DATA ?= ../shared/data/covid-qa
 # Ray writes logs under its temp dir; keep them in the build area.
 export RAY_TMPDIR ?= $(CURDIR)/.build/ray
+# Python keeps the bytecode it compiles on first import (in .venv's __pycache__), even
+# where the environment says not to: otherwise every process (each test's subprocess,
+# each Ray worker, each CLI run) compiles torch, transformers and Ray again, 26 s against
+# 8 s for importing them on this machine.
+unexport PYTHONDONTWRITEBYTECODE
 # llama-cpp-python (the llamacpp extra: `make llm`; CI builds it) compiles llama.cpp from
 # source (~3 min on 2 idle cores; pip caches the wheel). Not -march=native: these VMs
 # advertise AMX but fault on its first tile instruction (SIGSEGV in
@@ -28,7 +33,8 @@ help: ## list the targets
 # install as wheels (review, k8s, analysis, tune), the lab and the test and lint tools.
 # The llamacpp extra compiles, so it is `make llm`'s; without it the tests run their
 # LLMs on transformers and skip the llama.cpp engine's own tests. --no-compile:
-# Python compiles what it imports when it first imports it, not all of torch and Ray now.
+# Python compiles what it imports when it first imports it (and keeps it, see above), not
+# all of torch and Ray now.
 $(BIN)/.installed-runtime: pyproject.toml
 	@echo "== [install] .venv with Tribunal's runtime and FAISS for the CPU"
 	@started=$$(date +%s); \
