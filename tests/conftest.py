@@ -78,17 +78,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             log.write(f"{item.nodeid}\t{before:.0f}\t{after:.0f}\t{anonymous:.0f}\t{peak:.0f}\n")
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
     """Under ``--dist loadgroup`` every test must carry its group in its id, or the groups
     above silently stop holding (two Ray clusters at once, two copies of a module's
-    models)."""
-    if not getattr(session.config.option, "loadgroup", False):
-        return
-    ungrouped = [item.nodeid for item in session.items if "@" not in item.nodeid]
-    if ungrouped:
-        raise pytest.UsageError(
-            f"{len(ungrouped)} tests without an xdist group, e.g. {ungrouped[0]}: the "
-            "group marks must be added before pytest-xdist reads them"
+    models): such a test fails, saying so."""
+    if getattr(item.config.option, "loadgroup", False) and "@" not in item.nodeid:
+        pytest.fail(
+            f"{item.nodeid} runs without its xdist group: the group marks must be added "
+            "before pytest-xdist reads them (tests/conftest.py), with a pytest that "
+            "pytest-xdist's groups work with (pyproject.toml)",
+            pytrace=False,
         )
 
 
