@@ -9,13 +9,16 @@ stage that needs one otherwise refuses with a message naming this command.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import multiprocessing
 import os
 import shlex
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from ..core import InvalidArgumentError, Settings, load_settings, model_path
+from ..core import InvalidArgumentError, Settings, load_settings
 from ..core.models import CATALOG, ModelArtifact, ModelStore, get_artifact
 
 __all__ = ["install_selection", "main_job_model_keys", "register"]
@@ -156,12 +159,7 @@ def _install(args: argparse.Namespace) -> int:
     hub = [k for k, s in settings.models.items() if s.hf_id is not None]
     store = _store(settings, args)
     started = time.perf_counter()
-    for report in store.install(a for _, a in wanted):
-        print(
-            f"{report.action:18} {report.artifact_id:38} {report.size_bytes / 2**20:9.1f} MiB "
-            f"{report.seconds:6.1f} s  {report.path}"
-        )
-    _convert_for_transformers(settings, wanted)
+    _install_and_convert(settings, store, wanted)
     print(
         f"model cache {store.root}: {store.size_on_disk() / 2**20:.1f} MiB; "
         f"{time.perf_counter() - started:.1f} s"
@@ -173,35 +171,48 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
-def _convert_for_transformers(
-    settings: Settings, wanted: Sequence[tuple[str, ModelArtifact]]
+def _install_and_convert(
+    settings: Settings, store: ModelStore, wanted: Sequence[tuple[str, ModelArtifact]]
 ) -> None:
-    """On the transformers backend, dequantise each GGUF LLM now, once: otherwise the
-    first stage to load one pays minutes and several GB at its peak, and two processes
-    starting together hold two such peaks at once. Two conversions run at a time, each
-    in a process of its own (one conversion is mostly one core's work, and a process
-    loads one model at a time); the largest first."""
-    if settings.llm_backend != "transformers":
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    """Install ``wanted``; on the transformers backend, dequantise each GGUF LLM as soon
+    as it is installed.
 
-    todo = [
-        (key, artifact)
-        for key, artifact in wanted
-        if artifact.kind == "gguf" and settings.models[key].kind == "llm"
-    ]
-    if not todo:
-        return
-    todo.sort(key=lambda item: -model_path(settings, item[0]).stat().st_size)
-    workers = min(2, len(todo), os.cpu_count() or 1)
-    spawn = multiprocessing.get_context("spawn")  # no copy of this process's threads
-    with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
-        futures = {pool.submit(_convert_one, settings, key): a.id for key, a in todo}
-        for future in as_completed(futures):
+    Otherwise the first stage to load one pays minutes and several GB at its peak, and
+    two processes starting together hold two such peaks at once. The LLMs install first,
+    the largest (most wheels) first, so the longest conversion runs while the rest
+    download. Two conversions run at a time, each in a process of its own (one
+    conversion is mostly one core's work, and a process loads one model at a time).
+    """
+    convert = settings.llm_backend == "transformers"
+
+    def converts(item: tuple[str, ModelArtifact]) -> bool:
+        key, artifact = item
+        return convert and artifact.kind == "gguf" and settings.models[key].kind == "llm"
+
+    order = sorted(wanted, key=lambda item: (0, -len(item[1].parts)) if converts(item) else (1, 0))
+    todo = sum(map(converts, order))
+    with contextlib.ExitStack() as stack:
+        pool: ProcessPoolExecutor | None = None
+        if todo:
+            workers = min(2, todo, os.cpu_count() or 1)
+            spawn = multiprocessing.get_context("spawn")  # no copy of this process's threads
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers, mp_context=spawn))
+        conversions: dict[Future[tuple[Path, float]], str] = {}
+        for key, artifact in order:
+            for report in store.install([artifact]):
+                print(
+                    f"{report.action:18} {report.artifact_id:38} "
+                    f"{report.size_bytes / 2**20:9.1f} MiB {report.seconds:6.1f} s  {report.path}",
+                    flush=True,
+                )
+            if pool is not None and converts((key, artifact)):
+                conversions[pool.submit(_convert_one, settings, key)] = artifact.id
+        for future in as_completed(conversions):
             folder, seconds = future.result()
             print(
-                f"{'for transformers':18} {futures[future]:38} {'':>13} {seconds:6.1f} s  {folder}"
+                f"{'for transformers':18} {conversions[future]:38} {'':>13} {seconds:6.1f} s  "
+                f"{folder}",
+                flush=True,
             )
 
 
