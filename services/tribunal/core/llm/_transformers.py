@@ -1,6 +1,6 @@
 """transformers backend: batched on GPU or CPU; GGUF artifacts converted once and cached.
 
-Loading a GGUF through ``gguf_file=`` dequantises every tensor (≈76 s and 5.6 GB
+Loading a GGUF through ``gguf_file=`` dequantises every tensor (≈55 s and 5.6 GB
 peak for the 1.5B model), so the first load saves the converted model under
 ``llm.converted_dir`` (default ``model_dir/converted/<artifact id>``), guarded by a
 file lock so concurrent processes convert once; later loads read that folder.
