@@ -82,8 +82,10 @@ def _one_gguf_parse() -> Iterator[None]:
 
     transformers parses the GGUF's header (every metadata field, the tokenizer's 151k
     strings among them) three times for one conversion: for the tokenizer, the model's
-    config and the weights; about a quarter of the 1.5B model's conversion on 2 CPU cores. The reader only reads its memory map, so sharing it is safe;
-    callers hold ``MODEL_LOAD_LOCK``, so no other thread sees the swapped name.
+    config and the weights; that was about a quarter of the 1.5B model's conversion on
+    2 CPU cores. The reader only reads its memory map, so sharing it is safe; another
+    thread that opens a GGUF meanwhile (a model probe) gets a reader as well, kept until
+    the conversion ends.
     """
     import gguf
 
