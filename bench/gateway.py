@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -201,6 +202,12 @@ def _concurrent(client: GatewayClient, queries: list[str], concurrency: int) -> 
     }
 
 
+def _process_cpu_s() -> float:
+    """User and system CPU seconds of this process (every thread) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _model_keys(settings: Settings) -> list[str]:
     """The hot path's models: retrieval's embedder, then the feature matcher's."""
     from tribunal.ensemble import MatchFeaturesArtifact, features_path
@@ -311,7 +318,13 @@ def _throughput(
         before = _embedder_limit(settings, loaded, concurrency)
         print(f"  limit: {before['queries_per_s']:.1f} queries/s", flush=True)
         counted = _passes(settings)
+        cpu_before = _process_cpu_s()
         batched = _concurrent(new, loaded, concurrency)
+        # The process's CPU over the run as a share of every core: below 100%, the cores
+        # sat idle part of the time (waits), not short of work.
+        batched["cpu_share"] = (_process_cpu_s() - cpu_before) / (
+            batched["queries"] / batched["queries_per_s"] * (os.cpu_count() or 1)
+        )
         batched["passes"] = {
             key: {
                 "passes": now[0] - counted[key][0],
@@ -400,6 +413,11 @@ def _concurrent_table(result: dict[str, Any]) -> None:
         f"{ceiling / limit:.0%} | - | - |\n"
         f"(limit before {result['limit_before']['queries_per_s']:.1f}, after "
         f"{result['limit_after']['queries_per_s']:.1f} queries/s)"
+    )
+    print(
+        f"this process (the gateway, its in-process stages and the clients) used "
+        f"{result['new']['cpu_share']:.0%} of the machine's {os.cpu_count()} cores "
+        "during the new run"
     )
     print("\nthe models' passes inside the gateway (new) vs the same queries alone:")
     print("| model | passes | texts per pass | seconds in passes | alone, batches of 16 |")
