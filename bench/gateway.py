@@ -195,6 +195,7 @@ def _concurrent(client: GatewayClient, queries: list[str], concurrency: int) -> 
     wall = time.perf_counter() - started
     return {
         "queries": len(queries),
+        "seconds": wall,
         "queries_per_s": len(queries) / wall,
         "p50_s": _percentile(seconds, 0.5),
         "p99_s": _percentile(seconds, 0.99),
@@ -323,7 +324,7 @@ def _throughput(
         # The process's CPU over the run as a share of every core: below 100%, the cores
         # sat idle part of the time (waits), not short of work.
         batched["cpu_share"] = (_process_cpu_s() - cpu_before) / (
-            batched["queries"] / batched["queries_per_s"] * (os.cpu_count() or 1)
+            batched["seconds"] * (os.cpu_count() or 1)
         )
         batched["passes"] = {
             key: {

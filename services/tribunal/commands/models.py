@@ -183,18 +183,20 @@ def _install_and_convert(
     download. Two conversions run at a time, each in a process of its own (one
     conversion is mostly one core's work, and a process loads one model at a time).
     """
-    convert = settings.llm_backend == "transformers"
-
-    def converts(item: tuple[str, ModelArtifact]) -> bool:
-        key, artifact = item
-        return convert and artifact.kind == "gguf" and settings.models[key].kind == "llm"
-
-    order = sorted(wanted, key=lambda item: (0, -len(item[1].parts)) if converts(item) else (1, 0))
-    todo = sum(map(converts, order))
+    converted = {
+        key
+        for key, artifact in wanted
+        if settings.llm_backend == "transformers"
+        and artifact.kind == "gguf"
+        and settings.models[key].kind == "llm"
+    }
+    order = sorted(
+        wanted, key=lambda item: (0, -len(item[1].parts)) if item[0] in converted else (1, 0)
+    )
     with contextlib.ExitStack() as stack:
         pool: ProcessPoolExecutor | None = None
-        if todo:
-            workers = min(2, todo, os.cpu_count() or 1)
+        if converted:
+            workers = min(2, len(converted), os.cpu_count() or 1)
             spawn = multiprocessing.get_context("spawn")  # no copy of this process's threads
             pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers, mp_context=spawn))
         conversions: dict[Future[tuple[Path, float]], str] = {}
@@ -205,7 +207,7 @@ def _install_and_convert(
                     f"{report.size_bytes / 2**20:9.1f} MiB {report.seconds:6.1f} s  {report.path}",
                     flush=True,
                 )
-            if pool is not None and converts((key, artifact)):
+            if pool is not None and key in converted:
                 conversions[pool.submit(_convert_one, settings, key)] = artifact.id
         for future in as_completed(conversions):
             folder, seconds = future.result()
