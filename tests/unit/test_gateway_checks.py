@@ -82,6 +82,8 @@ def test_a_consistent_search_reply_passes(policy: AnswerPolicy) -> None:
         ({"sparse_score": 1e300}, "BM25"),
         ({"dense_score": math.nan}, "dense cosine"),
         ({"rank": 3}, "rank 3 at position 1"),
+        ({"neighbour_vote": 1.5}, "neighbour vote"),
+        ({"neighbour_vote": -0.01}, "neighbour vote"),
     ],
 )
 def test_scores_outside_their_declared_range_are_malformed(
@@ -93,6 +95,16 @@ def test_scores_outside_their_declared_range_are_malformed(
     with pytest.raises(StageError, match=message) as raised:
         check_search(_search(hit), request_id="r", query="incubation?", policy=policy)
     assert (raised.value.stage, raised.value.kind) == ("retrieval", FailureKind.MALFORMED)
+
+
+def test_neighbour_votes_of_one_query_sum_to_at_most_one(policy: AnswerPolicy) -> None:
+    first, second = _hit(1), _hit(2)
+    first.neighbour_vote, second.neighbour_vote = 0.7, 0.3
+    check_search(_search(first, second), request_id="r", query="incubation?", policy=policy)
+    second.neighbour_vote = 0.6
+    with pytest.raises(StageError, match="neighbour votes sum to 1.3") as raised:
+        check_search(_search(first, second), request_id="r", query="incubation?", policy=policy)
+    assert raised.value.kind == FailureKind.MALFORMED
 
 
 def test_bm25_is_bounded_by_the_query_length() -> None:

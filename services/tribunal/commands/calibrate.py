@@ -105,7 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         nargs="+",
         default=None,
         help="columns of the monotone calibrator (default: ensemble_p_match "
-        "ensemble_p_match_margin retrieval_reciprocal_rank retrieval_score dense_score)",
+        "ensemble_p_match_margin retrieval_reciprocal_rank retrieval_score dense_score "
+        "neighbour_vote)",
     )
     parser.add_argument("--score", default=None, help="the column an isotonic/temperature reads")
     parser.add_argument(

@@ -35,6 +35,7 @@ _FIXED_COLUMNS: tuple[str, ...] = (
     "sparse_score",
     "ensemble_p_match",
     "ensemble_p_match_margin",
+    "neighbour_vote",
     "entailment_p_entail",
     "entailment_p_contradict",
     "supporting_passages",

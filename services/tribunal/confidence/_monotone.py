@@ -3,8 +3,9 @@
 :class:`MonotoneCalibrator` reads a few chosen signals — by default the
 matcher's P(match), its margin over the query's other candidates, the reciprocal
 retrieval rank, the reciprocal-rank-fusion score (how high *both* retrievers
-ranked the entry: a function of ranks and the fusion constant only) and the
-dense cosine — and not collection-dependent magnitudes such as a raw BM25 score,
+ranked the entry: a function of ranks and the fusion constant only), the
+dense cosine and the neighbour vote (the answer's share of the query's nearest
+KB units) — and not collection-dependent magnitudes such as a raw BM25 score,
 whose scale depends on the KB's vocabulary and lengths. A probability enters as
 its logit. Each
 weight is constrained to be ≥ 0, because for each of these signals the sign is
@@ -40,10 +41,12 @@ PORTABLE_SIGNALS: tuple[str, ...] = (
     "retrieval_reciprocal_rank",
     "retrieval_score",
     "dense_score",
+    "neighbour_vote",
 )
 """The default columns: a probability, its margin over the other candidates, the final
 rank, the reciprocal-rank-fusion score (a function of the dense and sparse retrievers'
-ranks only) and a cosine — each on the same scale on any KB."""
+ranks only), a cosine and the answer's share of the query's nearest KB units — each on
+the same scale on any KB."""
 
 
 def _is_probability(column: str) -> bool:

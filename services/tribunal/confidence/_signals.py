@@ -42,6 +42,7 @@ SIGNAL_FIELDS: tuple[str, ...] = (
     "debate_rounds",
     "extra",
     "ensemble_p_match_margin",
+    "neighbour_vote",
 )
 SCALAR_FIELDS: tuple[str, ...] = tuple(
     name for name in SIGNAL_FIELDS if name not in ("judge_p_yes", "debate", "extra")
@@ -54,6 +55,8 @@ PROBABILITY_FIELDS: tuple[str, ...] = (
 )
 _SCORE_FIELDS = ("retrieval_score", "dense_score", "sparse_score")
 _MARGIN_FIELDS = ("ensemble_p_match_margin",)
+_SHARE_FIELDS = ("neighbour_vote",)
+"""Shares in [0, 1] that are not probabilities (a calibrator reads them as they are)."""
 _COUNT_FIELDS = ("retrieval_rank", "supporting_passages", "debate_rounds")
 
 
@@ -140,6 +143,8 @@ class Signals:
     """Further named signals (finite numbers); names must be known to the calibrator."""
     ensemble_p_match_margin: float | None = None
     """P(match) of this candidate minus the best other candidate's, in [-1, 1]."""
+    neighbour_vote: float | None = None
+    """The candidate's answer's share of the query's nearest KB search units, in [0, 1]."""
 
     def __post_init__(self) -> None:
         # Frozen: normalised values are written once, here.
@@ -151,6 +156,10 @@ class Signals:
             if value is not None:
                 put(name, _finite(value, f"signals.{name}"))
         for name in PROBABILITY_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                put(name, _probability(value, f"signals.{name}"))
+        for name in _SHARE_FIELDS:
             value = getattr(self, name)
             if value is not None:
                 put(name, _probability(value, f"signals.{name}"))

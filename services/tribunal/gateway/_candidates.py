@@ -57,9 +57,10 @@ def candidate_signals(
 ) -> list[confidence_pb2.Signals]:
     """Each candidate's signals, with its P(match) margin over the query's candidates that
     give *another answer* (how clearly it beats the alternatives; absent when no candidate
-    gives another answer). Phrasings of one entry are one candidate already; candidates
-    with the same answer text are one answer (:func:`answer_key`), so the same answer
-    filed twice does not cancel its own margin."""
+    gives another answer) and its answer's neighbour vote (the votes of the candidates
+    that give its answer, summed). Phrasings of one entry are one candidate already;
+    candidates with the same answer text are one answer (:func:`answer_key`), so the same
+    answer filed twice does not cancel its own margin or split its vote."""
     signals = [_signals(hit, match) for hit, match in zip(candidates, matches, strict=True)]
     keys = [answer_key(hit) for hit in candidates]
     p_match = [match.p_match for match in matches]
@@ -67,6 +68,14 @@ def candidate_signals(
         rivals = [p for other, p in enumerate(p_match) if keys[other] != keys[index]]
         if rivals:
             item.ensemble_p_match_margin = p_match[index] - max(rivals)
+        votes = [
+            hit.neighbour_vote
+            for other, hit in enumerate(candidates)
+            if keys[other] == keys[index] and hit.HasField("neighbour_vote")
+        ]
+        if candidates[index].HasField("neighbour_vote"):
+            # The answer's share: its entries' votes together (capped: rounding).
+            item.neighbour_vote = min(1.0, sum(votes))
     return signals
 
 

@@ -157,6 +157,10 @@ def check_search(
             raise _malformed(stage, f"{where}: scores are not in descending order")
         previous = hit.score
         _check_verification(hit, where)
+    votes = sum(hit.neighbour_vote for hit in hits if hit.HasField("neighbour_vote"))
+    if votes > 1.0 + _TOLERANCE:
+        # Shares of one query's nearest units: together at most all of them.
+        raise _malformed(stage, f"neighbour votes sum to {votes:.6g}, more than 1")
     return hits
 
 
@@ -187,6 +191,8 @@ def _check_scores_of(
         hit.dense_score, -1.0 - _COSINE_SLACK, 1.0 + _COSINE_SLACK
     ):
         raise _malformed(stage, f"{where}: dense cosine {hit.dense_score!r} not in [-1, 1]")
+    if hit.HasField("neighbour_vote") and not _finite_in(hit.neighbour_vote, 0.0, 1.0):
+        raise _malformed(stage, f"{where}: neighbour vote {hit.neighbour_vote!r} not in [0, 1]")
     if hit.HasField("sparse_score") and not _finite_in(hit.sparse_score, 0.0, bm25_max):
         raise _malformed(
             stage, f"{where}: BM25 {hit.sparse_score!r} not in [0, {bm25_max:.1f}] for this query"

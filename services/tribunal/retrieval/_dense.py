@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from ..core import RetrievalSettings
 
-__all__ = ["DenseIndex", "UnitMatch", "choose_index_type", "gpu_count"]
+__all__ = ["DenseIndex", "UnitMatch", "choose_index_type", "gpu_count", "neighbour_votes"]
 
 FLAT = "IndexFlatIP"
 HNSW = "IndexHNSWFlat"
@@ -41,6 +41,8 @@ class UnitMatch:
     entry_id: str
     unit_id: str
     score: float
+    vote: float | None = None
+    """Dense only: the entry's share of the query's nearest units (:func:`neighbour_votes`)."""
 
 
 def gpu_count() -> int:
@@ -62,6 +64,31 @@ def _pq_subquantizers(dimension: int, wanted: int) -> int:
     return max(m for m in range(1, min(wanted, dimension) + 1) if dimension % m == 0)
 
 
+def neighbour_votes(
+    scores: Sequence[float], entries: Sequence[str], *, temperature: float
+) -> dict[str, float]:
+    """Each entry's share of a query's nearest units, ``scores`` (cosines, best first) and
+    ``entries`` (their owners) being those units: a unit weighs
+    exp((cosine − best cosine) / temperature), and an entry's vote is its units' weight
+    over the total.
+
+    Why: once a team's reviewed queries are phrasings of their entries, this is a
+    k-nearest-neighbour vote over labelled examples. The best phrasing alone (the dense
+    score) says how close the nearest example is; the vote says whether the query's whole
+    neighbourhood agrees on the entry — a query among the phrasings of two entries gets
+    about half for each, however close its nearest one.
+    """
+    if not scores:
+        return {}
+    best = scores[0]
+    weights = np.exp((np.asarray(scores, dtype=np.float64) - best) / temperature)
+    total = float(weights.sum())
+    votes: dict[str, float] = {}
+    for entry_id, weight in zip(entries, weights.tolist(), strict=True):
+        votes[entry_id] = votes.get(entry_id, 0.0) + weight / total
+    return votes
+
+
 def group_best_per_entry(
     scores: NDArray[np.float32],
     *,
@@ -70,21 +97,33 @@ def group_best_per_entry(
     row_unit: Sequence[str],
     live: NDArray[np.bool_],
     depth: int,
+    neighbours: int = 0,
+    temperature: float = 0.05,
 ) -> list[UnitMatch]:
-    """Walk one query's rows best first; keep each live entry's first (best) unit."""
+    """Walk one query's rows best first; keep each live entry's first (best) unit.
+
+    ``neighbours`` > 0: each kept entry also carries its :func:`neighbour_votes` share of
+    the first ``neighbours`` live units (0.0 when none of them is its)."""
     seen: set[str] = set()
     out: list[UnitMatch] = []
+    near_scores: list[float] = []
+    near_entries: list[str] = []
     for score, row in zip(scores.tolist(), rows.tolist(), strict=True):
         if row < 0 or not live[row]:
             continue
         entry_id = row_entry[row]
-        if entry_id in seen:
-            continue
-        seen.add(entry_id)
-        out.append(UnitMatch(entry_id, row_unit[row], float(score)))
-        if len(out) >= depth:
+        if len(near_scores) < neighbours:
+            near_scores.append(float(score))
+            near_entries.append(entry_id)
+        if entry_id not in seen and len(out) < depth:
+            seen.add(entry_id)
+            out.append(UnitMatch(entry_id, row_unit[row], float(score)))
+        if len(out) >= depth and len(near_scores) >= neighbours:
             break
-    return out
+    if neighbours <= 0:
+        return out
+    votes = neighbour_votes(near_scores, near_entries, temperature=temperature)
+    return [replace(match, vote=votes.get(match.entry_id, 0.0)) for match in out]
 
 
 class DenseIndex:
@@ -226,7 +265,8 @@ class DenseIndex:
         # Fetch enough rows to cover `depth` entries: units per entry on average,
         # plus every dead row in the worst case; double until covered.
         fanout = max(1, math.ceil(self.live_rows / max(1, self.entry_count)))
-        k = min(self.rows, depth * fanout + self.dead_rows)
+        neighbours = self.settings.vote_neighbours
+        k = min(self.rows, max(depth * fanout, neighbours) + self.dead_rows)
         results: list[list[UnitMatch]] = [[] for _ in range(len(queries))]
         pending = list(range(len(queries)))
         while pending:
@@ -240,6 +280,8 @@ class DenseIndex:
                     row_unit=self._row_unit,
                     live=self._live,
                     depth=depth,
+                    neighbours=neighbours,
+                    temperature=self.settings.vote_temperature,
                 )
                 results[query_index] = matches
                 if len(matches) < min(depth, self.entry_count) and k < self.rows:

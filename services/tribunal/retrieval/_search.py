@@ -17,7 +17,7 @@ from ..core import RetrievalSettings, check_deadline
 from ..embedding import Embedder
 from ._collection import Collection
 from ._dense import UnitMatch
-from ._ranking import fuse, rerank, uses_dense, uses_sparse
+from ._ranking import Candidate, fuse, rerank, uses_dense, uses_sparse
 from ._rerank import Reranker
 from ._retrieval_models import RetrievalModels
 from ._store import RetrievalModelChangedError
@@ -141,6 +141,12 @@ def _retrieve(
     return out
 
 
+def _vote(candidate: Candidate) -> float:
+    """A candidate's neighbour vote: 0 when none of the query's nearest units is its own."""
+    match = candidate.dense
+    return match.vote if match is not None and match.vote is not None else 0.0
+
+
 def _finish(
     kb: SearchedKnowledgeBase,
     query: SearchQuery,
@@ -177,6 +183,7 @@ def _finish(
             sparse_score=c.sparse.score if c.sparse else None,
             sparse_rank=c.sparse_rank,
             rerank_score=c.rerank,
+            neighbour_vote=_vote(c) if dense is not None else None,
             verification=found[c.entry_id][1],
             served=signed.get(c.entry_id),
         )

@@ -66,6 +66,9 @@ class SearchHit:
     sparse_score: float | None = None
     sparse_rank: int | None = None
     rerank_score: float | None = None
+    neighbour_vote: float | None = None
+    """The entry's share, in [0, 1], of the query's ``vote_neighbours`` nearest search units,
+    weighted by cosine (None: the dense retriever did not run)."""
     verification: EntryVerification | None = None
     """The entry's stored verification, the collection's policy applied (None: never
     verified, e.g. written before verification existed)."""

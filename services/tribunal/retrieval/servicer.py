@@ -166,6 +166,7 @@ def result_to_proto(result: SearchResult, request_id: str = "") -> retrieval_pb2
                 sparse_score=hit.sparse_score,
                 sparse_rank=hit.sparse_rank,
                 rerank_score=hit.rerank_score,
+                neighbour_vote=hit.neighbour_vote,
                 matched_chunk_id=hit.matched_unit_id,
                 verification=verification_to_proto(hit.verification),
                 served=signed_to_proto(hit.served),

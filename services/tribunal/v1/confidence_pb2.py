@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from tribunal.v1 import common_pb2 as tribunal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctribunal/v1/confidence.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\"\x90\x06\n\x07Signals\x12\x1c\n\x0fretrieval_score\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1b\n\x0eretrieval_rank\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x0b\x64\x65nse_score\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x19\n\x0csparse_score\x18\x04 \x01(\x01H\x03\x88\x01\x01\x12\x38\n\x0bjudge_p_yes\x18\x05 \x03(\x0b\x32#.tribunal.v1.Signals.JudgePYesEntry\x12\x1d\n\x10\x65nsemble_p_match\x18\x06 \x01(\x01H\x04\x88\x01\x01\x12 \n\x13\x65ntailment_p_entail\x18\x07 \x01(\x01H\x05\x88\x01\x01\x12$\n\x17\x65ntailment_p_contradict\x18\x08 \x01(\x01H\x06\x88\x01\x01\x12 \n\x13supporting_passages\x18\t \x01(\x05H\x07\x88\x01\x01\x12)\n\x06\x64\x65\x62\x61te\x18\n \x01(\x0e\x32\x19.tribunal.v1.DebateSignal\x12\x1a\n\rdebate_rounds\x18\x0b \x01(\x05H\x08\x88\x01\x01\x12.\n\x05\x65xtra\x18\x0c \x03(\x0b\x32\x1f.tribunal.v1.Signals.ExtraEntry\x12$\n\x17\x65nsemble_p_match_margin\x18\x10 \x01(\x01H\t\x88\x01\x01\x1a\x30\n\x0eJudgePYesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a,\n\nExtraEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\x12\n\x10_retrieval_scoreB\x11\n\x0f_retrieval_rankB\x0e\n\x0c_dense_scoreB\x0f\n\r_sparse_scoreB\x13\n\x11_ensemble_p_matchB\x16\n\x14_entailment_p_entailB\x1a\n\x18_entailment_p_contradictB\x16\n\x14_supporting_passagesB\x10\n\x0e_debate_roundsB\x1a\n\x18_ensemble_p_match_margin\"\xb2\x01\n\x0cScoreRequest\x12%\n\x07signals\x18\x01 \x01(\x0b\x32\x14.tribunal.v1.Signals\x12\x12\n\x05\x61lpha\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07item_id\x18\x03 \x01(\t\x12\x1a\n\x12kb_content_version\x18\x10 \x01(\t\x12\x17\n\x0fmatcher_version\x18\x11 \x01(\t\x12\x17\n\x0fretrieval_model\x18\x12 \x01(\tB\x08\n\x06_alpha\"\xd3\x01\n\rScoreResponse\x12\x12\n\nconfidence\x18\x01 \x01(\x01\x12\'\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x15.tribunal.v1.Decision\x12\x11\n\tthreshold\x18\x03 \x01(\x01\x12\x1a\n\x12\x63\x61librator_version\x18\x04 \x01(\t\x12\r\n\x05\x61lpha\x18\x05 \x01(\x01\x12\x0f\n\x07item_id\x18\x06 \x01(\t\x12\x36\n\x10threshold_status\x18\x10 \x01(\x0e\x32\x1c.tribunal.v1.ThresholdStatus\"Q\n\x11\x42\x61tchScoreRequest\x12(\n\x05items\x18\x01 \x03(\x0b\x32\x19.tribunal.v1.ScoreRequest\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"U\n\x12\x42\x61tchScoreResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.tribunal.v1.ScoreResponse\x12\x12\n\nrequest_id\x18\x02 \x01(\t*\x92\x01\n\x0c\x44\x65\x62\x61teSignal\x12\x1d\n\x19\x44\x45\x42\x41TE_SIGNAL_UNSPECIFIED\x10\x00\x12!\n\x1d\x44\x45\x42\x41TE_SIGNAL_AGREED_RELEVANT\x10\x01\x12#\n\x1f\x44\x45\x42\x41TE_SIGNAL_AGREED_IRRELEVANT\x10\x02\x12\x1b\n\x17\x44\x45\x42\x41TE_SIGNAL_DISAGREED\x10\x03*\x93\x01\n\x0fThresholdStatus\x12 \n\x1cTHRESHOLD_STATUS_UNSPECIFIED\x10\x00\x12\x1e\n\x1aTHRESHOLD_STATUS_CERTIFIED\x10\x01\x12\x1a\n\x16THRESHOLD_STATUS_PLAIN\x10\x02\x12\"\n\x1eTHRESHOLD_STATUS_NOT_CERTIFIED\x10\x03\x32\xa2\x01\n\x11\x43onfidenceService\x12>\n\x05Score\x12\x19.tribunal.v1.ScoreRequest\x1a\x1a.tribunal.v1.ScoreResponse\x12M\n\nBatchScore\x12\x1e.tribunal.v1.BatchScoreRequest\x1a\x1f.tribunal.v1.BatchScoreResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctribunal/v1/confidence.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\"\xc0\x06\n\x07Signals\x12\x1c\n\x0fretrieval_score\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1b\n\x0eretrieval_rank\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x0b\x64\x65nse_score\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x19\n\x0csparse_score\x18\x04 \x01(\x01H\x03\x88\x01\x01\x12\x38\n\x0bjudge_p_yes\x18\x05 \x03(\x0b\x32#.tribunal.v1.Signals.JudgePYesEntry\x12\x1d\n\x10\x65nsemble_p_match\x18\x06 \x01(\x01H\x04\x88\x01\x01\x12 \n\x13\x65ntailment_p_entail\x18\x07 \x01(\x01H\x05\x88\x01\x01\x12$\n\x17\x65ntailment_p_contradict\x18\x08 \x01(\x01H\x06\x88\x01\x01\x12 \n\x13supporting_passages\x18\t \x01(\x05H\x07\x88\x01\x01\x12)\n\x06\x64\x65\x62\x61te\x18\n \x01(\x0e\x32\x19.tribunal.v1.DebateSignal\x12\x1a\n\rdebate_rounds\x18\x0b \x01(\x05H\x08\x88\x01\x01\x12.\n\x05\x65xtra\x18\x0c \x03(\x0b\x32\x1f.tribunal.v1.Signals.ExtraEntry\x12$\n\x17\x65nsemble_p_match_margin\x18\x10 \x01(\x01H\t\x88\x01\x01\x12\x1b\n\x0eneighbour_vote\x18\x11 \x01(\x01H\n\x88\x01\x01\x1a\x30\n\x0eJudgePYesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a,\n\nExtraEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\x12\n\x10_retrieval_scoreB\x11\n\x0f_retrieval_rankB\x0e\n\x0c_dense_scoreB\x0f\n\r_sparse_scoreB\x13\n\x11_ensemble_p_matchB\x16\n\x14_entailment_p_entailB\x1a\n\x18_entailment_p_contradictB\x16\n\x14_supporting_passagesB\x10\n\x0e_debate_roundsB\x1a\n\x18_ensemble_p_match_marginB\x11\n\x0f_neighbour_vote\"\xb2\x01\n\x0cScoreRequest\x12%\n\x07signals\x18\x01 \x01(\x0b\x32\x14.tribunal.v1.Signals\x12\x12\n\x05\x61lpha\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07item_id\x18\x03 \x01(\t\x12\x1a\n\x12kb_content_version\x18\x10 \x01(\t\x12\x17\n\x0fmatcher_version\x18\x11 \x01(\t\x12\x17\n\x0fretrieval_model\x18\x12 \x01(\tB\x08\n\x06_alpha\"\xd3\x01\n\rScoreResponse\x12\x12\n\nconfidence\x18\x01 \x01(\x01\x12\'\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x15.tribunal.v1.Decision\x12\x11\n\tthreshold\x18\x03 \x01(\x01\x12\x1a\n\x12\x63\x61librator_version\x18\x04 \x01(\t\x12\r\n\x05\x61lpha\x18\x05 \x01(\x01\x12\x0f\n\x07item_id\x18\x06 \x01(\t\x12\x36\n\x10threshold_status\x18\x10 \x01(\x0e\x32\x1c.tribunal.v1.ThresholdStatus\"Q\n\x11\x42\x61tchScoreRequest\x12(\n\x05items\x18\x01 \x03(\x0b\x32\x19.tribunal.v1.ScoreRequest\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"U\n\x12\x42\x61tchScoreResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.tribunal.v1.ScoreResponse\x12\x12\n\nrequest_id\x18\x02 \x01(\t*\x92\x01\n\x0c\x44\x65\x62\x61teSignal\x12\x1d\n\x19\x44\x45\x42\x41TE_SIGNAL_UNSPECIFIED\x10\x00\x12!\n\x1d\x44\x45\x42\x41TE_SIGNAL_AGREED_RELEVANT\x10\x01\x12#\n\x1f\x44\x45\x42\x41TE_SIGNAL_AGREED_IRRELEVANT\x10\x02\x12\x1b\n\x17\x44\x45\x42\x41TE_SIGNAL_DISAGREED\x10\x03*\x93\x01\n\x0fThresholdStatus\x12 \n\x1cTHRESHOLD_STATUS_UNSPECIFIED\x10\x00\x12\x1e\n\x1aTHRESHOLD_STATUS_CERTIFIED\x10\x01\x12\x1a\n\x16THRESHOLD_STATUS_PLAIN\x10\x02\x12\"\n\x1eTHRESHOLD_STATUS_NOT_CERTIFIED\x10\x03\x32\xa2\x01\n\x11\x43onfidenceService\x12>\n\x05Score\x12\x19.tribunal.v1.ScoreRequest\x1a\x1a.tribunal.v1.ScoreResponse\x12M\n\nBatchScore\x12\x1e.tribunal.v1.BatchScoreRequest\x1a\x1f.tribunal.v1.BatchScoreResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,24 +36,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SIGNALS_JUDGEPYESENTRY']._serialized_options = b'8\001'
   _globals['_SIGNALS_EXTRAENTRY']._loaded_options = None
   _globals['_SIGNALS_EXTRAENTRY']._serialized_options = b'8\001'
-  _globals['_DEBATESIGNAL']._serialized_start=1424
-  _globals['_DEBATESIGNAL']._serialized_end=1570
-  _globals['_THRESHOLDSTATUS']._serialized_start=1573
-  _globals['_THRESHOLDSTATUS']._serialized_end=1720
+  _globals['_DEBATESIGNAL']._serialized_start=1472
+  _globals['_DEBATESIGNAL']._serialized_end=1618
+  _globals['_THRESHOLDSTATUS']._serialized_start=1621
+  _globals['_THRESHOLDSTATUS']._serialized_end=1768
   _globals['_SIGNALS']._serialized_start=72
-  _globals['_SIGNALS']._serialized_end=856
-  _globals['_SIGNALS_JUDGEPYESENTRY']._serialized_start=547
-  _globals['_SIGNALS_JUDGEPYESENTRY']._serialized_end=595
-  _globals['_SIGNALS_EXTRAENTRY']._serialized_start=597
-  _globals['_SIGNALS_EXTRAENTRY']._serialized_end=641
-  _globals['_SCOREREQUEST']._serialized_start=859
-  _globals['_SCOREREQUEST']._serialized_end=1037
-  _globals['_SCORERESPONSE']._serialized_start=1040
-  _globals['_SCORERESPONSE']._serialized_end=1251
-  _globals['_BATCHSCOREREQUEST']._serialized_start=1253
-  _globals['_BATCHSCOREREQUEST']._serialized_end=1334
-  _globals['_BATCHSCORERESPONSE']._serialized_start=1336
-  _globals['_BATCHSCORERESPONSE']._serialized_end=1421
-  _globals['_CONFIDENCESERVICE']._serialized_start=1723
-  _globals['_CONFIDENCESERVICE']._serialized_end=1885
+  _globals['_SIGNALS']._serialized_end=904
+  _globals['_SIGNALS_JUDGEPYESENTRY']._serialized_start=576
+  _globals['_SIGNALS_JUDGEPYESENTRY']._serialized_end=624
+  _globals['_SIGNALS_EXTRAENTRY']._serialized_start=626
+  _globals['_SIGNALS_EXTRAENTRY']._serialized_end=670
+  _globals['_SCOREREQUEST']._serialized_start=907
+  _globals['_SCOREREQUEST']._serialized_end=1085
+  _globals['_SCORERESPONSE']._serialized_start=1088
+  _globals['_SCORERESPONSE']._serialized_end=1299
+  _globals['_BATCHSCOREREQUEST']._serialized_start=1301
+  _globals['_BATCHSCOREREQUEST']._serialized_end=1382
+  _globals['_BATCHSCORERESPONSE']._serialized_start=1384
+  _globals['_BATCHSCORERESPONSE']._serialized_end=1469
+  _globals['_CONFIDENCESERVICE']._serialized_start=1771
+  _globals['_CONFIDENCESERVICE']._serialized_end=1933
 # @@protoc_insertion_point(module_scope)

@@ -31,7 +31,7 @@ THRESHOLD_STATUS_PLAIN: ThresholdStatus
 THRESHOLD_STATUS_NOT_CERTIFIED: ThresholdStatus
 
 class Signals(_message.Message):
-    __slots__ = ("retrieval_score", "retrieval_rank", "dense_score", "sparse_score", "judge_p_yes", "ensemble_p_match", "entailment_p_entail", "entailment_p_contradict", "supporting_passages", "debate", "debate_rounds", "extra", "ensemble_p_match_margin")
+    __slots__ = ("retrieval_score", "retrieval_rank", "dense_score", "sparse_score", "judge_p_yes", "ensemble_p_match", "entailment_p_entail", "entailment_p_contradict", "supporting_passages", "debate", "debate_rounds", "extra", "ensemble_p_match_margin", "neighbour_vote")
     class JudgePYesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -59,6 +59,7 @@ class Signals(_message.Message):
     DEBATE_ROUNDS_FIELD_NUMBER: _ClassVar[int]
     EXTRA_FIELD_NUMBER: _ClassVar[int]
     ENSEMBLE_P_MATCH_MARGIN_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBOUR_VOTE_FIELD_NUMBER: _ClassVar[int]
     retrieval_score: float
     retrieval_rank: int
     dense_score: float
@@ -72,7 +73,8 @@ class Signals(_message.Message):
     debate_rounds: int
     extra: _containers.ScalarMap[str, float]
     ensemble_p_match_margin: float
-    def __init__(self, retrieval_score: _Optional[float] = ..., retrieval_rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., sparse_score: _Optional[float] = ..., judge_p_yes: _Optional[_Mapping[str, float]] = ..., ensemble_p_match: _Optional[float] = ..., entailment_p_entail: _Optional[float] = ..., entailment_p_contradict: _Optional[float] = ..., supporting_passages: _Optional[int] = ..., debate: _Optional[_Union[DebateSignal, str]] = ..., debate_rounds: _Optional[int] = ..., extra: _Optional[_Mapping[str, float]] = ..., ensemble_p_match_margin: _Optional[float] = ...) -> None: ...
+    neighbour_vote: float
+    def __init__(self, retrieval_score: _Optional[float] = ..., retrieval_rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., sparse_score: _Optional[float] = ..., judge_p_yes: _Optional[_Mapping[str, float]] = ..., ensemble_p_match: _Optional[float] = ..., entailment_p_entail: _Optional[float] = ..., entailment_p_contradict: _Optional[float] = ..., supporting_passages: _Optional[int] = ..., debate: _Optional[_Union[DebateSignal, str]] = ..., debate_rounds: _Optional[int] = ..., extra: _Optional[_Mapping[str, float]] = ..., ensemble_p_match_margin: _Optional[float] = ..., neighbour_vote: _Optional[float] = ...) -> None: ...
 
 class ScoreRequest(_message.Message):
     __slots__ = ("signals", "alpha", "item_id", "kb_content_version", "matcher_version", "retrieval_model")

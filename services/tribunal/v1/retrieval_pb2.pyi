@@ -108,7 +108,7 @@ class EntryVerification(_message.Message):
     def __init__(self, verdict: _Optional[_Union[VerificationVerdict, str]] = ..., reason: _Optional[str] = ..., entailed_chunk_ids: _Optional[_Iterable[str]] = ..., checker_version: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., answer_sha256: _Optional[str] = ..., entry_sha256: _Optional[str] = ..., verified_at: _Optional[str] = ..., claims: _Optional[int] = ..., chunk_p_entail: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("entry", "score", "rank", "dense_score", "dense_rank", "sparse_score", "sparse_rank", "rerank_score", "matched_chunk_id", "verification", "served")
+    __slots__ = ("entry", "score", "rank", "dense_score", "dense_rank", "sparse_score", "sparse_rank", "rerank_score", "matched_chunk_id", "verification", "served", "neighbour_vote")
     ENTRY_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +120,7 @@ class SearchHit(_message.Message):
     MATCHED_CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
     VERIFICATION_FIELD_NUMBER: _ClassVar[int]
     SERVED_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBOUR_VOTE_FIELD_NUMBER: _ClassVar[int]
     entry: _common_pb2.KbEntry
     score: float
     rank: int
@@ -131,7 +132,8 @@ class SearchHit(_message.Message):
     matched_chunk_id: str
     verification: EntryVerification
     served: SignedRecord
-    def __init__(self, entry: _Optional[_Union[_common_pb2.KbEntry, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., dense_rank: _Optional[int] = ..., sparse_score: _Optional[float] = ..., sparse_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ..., matched_chunk_id: _Optional[str] = ..., verification: _Optional[_Union[EntryVerification, _Mapping]] = ..., served: _Optional[_Union[SignedRecord, _Mapping]] = ...) -> None: ...
+    neighbour_vote: float
+    def __init__(self, entry: _Optional[_Union[_common_pb2.KbEntry, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ..., dense_score: _Optional[float] = ..., dense_rank: _Optional[int] = ..., sparse_score: _Optional[float] = ..., sparse_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ..., matched_chunk_id: _Optional[str] = ..., verification: _Optional[_Union[EntryVerification, _Mapping]] = ..., served: _Optional[_Union[SignedRecord, _Mapping]] = ..., neighbour_vote: _Optional[float] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("hits", "latencies", "kb_version", "request_id", "kb_content_version", "kb_head", "retrieval_model")

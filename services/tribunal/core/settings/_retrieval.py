@@ -64,6 +64,13 @@ class RetrievalSettings(Section):
     """Entries each retriever contributes to fusion (at least ``top_k``)."""
     rrf_k: int = Field(60, ge=1, le=10_000)
     """Reciprocal rank fusion constant: score = Σ 1 / (k + rank)."""
+    vote_neighbours: int = Field(10, ge=1, le=1_000)
+    """Search units (phrasings, answers, chunks) the neighbour vote reads: each candidate's
+    ``neighbour_vote`` is its share of the query's nearest ones (see ``vote_temperature``)."""
+    vote_temperature: float = Field(0.05, gt=0.0, le=10.0)
+    """Softmax temperature of the neighbour vote over cosines: a unit's weight is
+    exp((cosine − best cosine) / temperature), so a unit 0.05 below the nearest counts e⁻¹
+    of it."""
     bm25_k1: float = Field(1.5, ge=0.0, le=10.0)
     """BM25 term-frequency saturation."""
     bm25_b: float = Field(0.75, ge=0.0, le=1.0)
