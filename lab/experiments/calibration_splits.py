@@ -9,7 +9,8 @@ coverage, and the held-out hallucination rate (per split and pooled over splits:
 answered summed over the held-out parts); with `--test`, also what each certified
 threshold does on a test split no calibration read.
 
-Two design choices can be replayed against the product's: `--unit answers` splits by
+`--signal` replays the calibrator on other columns (one left out, say). Two design
+choices can be replayed against the product's: `--unit answers` splits by
 answer set (all queries with the same answers on one side, as calibration did before it
 split by query), and `--drop-fit-only` leaves out rows marked `fit_only` (a tune's head
 part), so the calibrator is fitted on part of the certifiable queries instead.
@@ -121,6 +122,13 @@ def main() -> int:
     parser.add_argument("--holdout-fraction", type=float, default=0.3)
     parser.add_argument("--unit", choices=("query", "answers"), default="query")
     parser.add_argument("--drop-fit-only", action="store_true")
+    parser.add_argument(
+        "--signal",
+        nargs="+",
+        default=None,
+        help="columns of the monotone calibrator (default: the product's), e.g. to leave "
+        "one out",
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON summary")
     args = parser.parse_args()
     traffic = read_traffic(args.traffic)
@@ -136,6 +144,7 @@ def main() -> int:
             method=args.method,
             seed=seed,
             holdout_fraction=args.holdout_fraction,
+            signals=tuple(args.signal) if args.signal else None,
         )
         result = calibrate(traffic, observed, config, binding)
         tested = _on_test(result, test, test_observed) if test is not None else {}
@@ -148,6 +157,7 @@ def main() -> int:
         "seeds": args.seeds,
         "unit": args.unit,
         "drop_fit_only": args.drop_fit_only,
+        "signals": args.signal,
         "alphas": {},
     }
     for alpha, rows in per_alpha.items():

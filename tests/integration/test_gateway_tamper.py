@@ -334,6 +334,7 @@ MODES = [
     # retrieval
     Mode("bm25-1e300", "retrieval", _set("sparse_score", 1e300), MALFORMED, "retrieval"),
     Mode("dense-nan", "retrieval", _set("dense_score", math.nan), MALFORMED, "retrieval"),
+    Mode("vote-2.0", "retrieval", _set("neighbour_vote", 2.0), MALFORMED, "retrieval"),
     Mode("fused-score-0.9", "retrieval", _set("score", 0.9), MALFORMED, "retrieval"),
     Mode(
         "answer-altered",
