@@ -24,6 +24,10 @@ def test_votes_weigh_units_by_cosine_below_the_nearest() -> None:
     assert votes == pytest.approx({"a": (1.0 + math.exp(-2.0)) / total, "b": weights[1] / total})
     assert sum(votes.values()) == pytest.approx(1.0)
     assert neighbour_votes([], [], temperature=0.05) == {}
+    # Every neighbour one entry's: exactly 1, not 1 + 2⁻⁵² (which a reply check refuses).
+    scores = [0.91, 0.9, 0.87, 0.86, 0.85, 0.83, 0.8, 0.79, 0.7, 0.69]
+    assert neighbour_votes(scores, ["a"] * 10, temperature=0.05) == {"a": 1.0}
+    assert neighbour_votes([0.3] * 7, ["a"] * 7, temperature=0.05) == {"a": 1.0}
     # A colder vote is the nearest unit's alone; a warmer one counts units alike.
     assert neighbour_votes([0.9, 0.85], ["a", "b"], temperature=1e-3)["a"] == pytest.approx(1.0)
     assert neighbour_votes([0.9, 0.85], ["a", "b"], temperature=10.0)["a"] == pytest.approx(
@@ -74,6 +78,17 @@ def test_the_index_votes_over_its_nearest_units_like_brute_force() -> None:
     for match in matches:
         assert match.vote == pytest.approx(expected.get(match.entry_id, 0.0), abs=1e-5)
     assert sum(m.vote or 0.0 for m in matches) <= 1.0 + 1e-9
+
+
+def test_a_query_among_one_entrys_units_gets_a_vote_of_exactly_one() -> None:
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=16)
+    vectors = np.stack([base + 0.01 * rng.normal(size=16) for _ in range(12)] + [-base])
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    dense = DenseIndex(16, RetrievalSettings())
+    dense.build(["a"] * 12 + ["b"], [f"u{i}" for i in range(13)], vectors)
+    (matches,) = dense.search(vectors[[0]], depth=2)
+    assert [(m.entry_id, m.vote) for m in matches] == [("a", 1.0), ("b", 0.0)]
 
 
 def _hit(entry_id: str, answer: str, rank: int, vote: float | None) -> retrieval_pb2.SearchHit:

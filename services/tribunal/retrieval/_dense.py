@@ -83,10 +83,11 @@ def neighbour_votes(
     best = scores[0]
     weights = np.exp((np.asarray(scores, dtype=np.float64) - best) / temperature)
     total = float(weights.sum())
-    votes: dict[str, float] = {}
+    summed: dict[str, float] = {}
     for entry_id, weight in zip(entries, weights.tolist(), strict=True):
-        votes[entry_id] = votes.get(entry_id, 0.0) + weight / total
-    return votes
+        summed[entry_id] = summed.get(entry_id, 0.0) + weight
+    # Divided once, and capped: ten shares of one entry must not add up to 1 + 2⁻⁵².
+    return {entry_id: min(1.0, weight / total) for entry_id, weight in summed.items()}
 
 
 def group_best_per_entry(
