@@ -1,7 +1,7 @@
 """`tribunal ask` and `tribunal demo` say, once and before any question runs, when the
 calibrator they answer with cannot accept anything, with how many labelled queries would
-certify the α asked (the shipped tiny calibrator certifies a threshold at α = 0.2 only, for
-two candidates per query and the shipped matcher)."""
+certify the α asked (the shipped tiny calibrator certifies thresholds at α = 0.1 and 0.2,
+not 0.05, for two candidates per query and the shipped matcher)."""
 
 from __future__ import annotations
 
@@ -56,10 +56,10 @@ def test_an_uncertified_alpha_stops_before_any_question(
 ) -> None:
     out = tmp_path / "answers.jsonl"
     argv = ["ask", "--file", str(_queries(tmp_path, 450)), "--out", str(out), "--no-progress"]
-    assert main([*argv, "--alpha", "0.1"]) == 2
+    assert main([*argv, "--alpha", "0.05"]) == 2
     err = capsys.readouterr().err
-    assert err.count("certifies no threshold at alpha=0.1") == 1
-    assert "ask at a certified alpha (--alpha 0.2)" in err
+    assert err.count("certifies no threshold at alpha=0.05") == 1
+    assert "ask at a certified alpha (--alpha 0.1 or 0.2)" in err
     assert "`tribunal calibrate --collection default --traffic LABELLED.jsonl`" in err
     assert "--plain-threshold P" in err
     # With how many labelled queries would certify it, from the calibrator's certify split.
@@ -70,12 +70,12 @@ def test_an_uncertified_alpha_stops_before_any_question(
         curve["errors"],
         certify_queries=data["split"]["risk"],
         labelled_queries=data["queries"],
-        alpha=0.1,
+        alpha=0.05,
         delta=artifact.config["delta"],
         method=artifact.config["method"],
     )
     assert estimate.labelled_needed is not None
-    assert err.count(f"alpha=0.1 is not certified on {data['queries']} labelled queries") == 1
+    assert err.count(f"alpha=0.05 is not certified on {data['queries']} labelled queries") == 1
     assert f"about {estimate.labelled_needed} labelled queries in all" in err
     assert stage_loads == []  # no retrieval, no matching: nothing was loaded
     assert out.read_text() == ""
