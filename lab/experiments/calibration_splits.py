@@ -126,8 +126,7 @@ def main() -> int:
         "--signal",
         nargs="+",
         default=None,
-        help="columns of the monotone calibrator (default: the product's), e.g. to leave "
-        "one out",
+        help="columns of the monotone calibrator (default: the product's), e.g. to leave one out",
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON summary")
     args = parser.parse_args()

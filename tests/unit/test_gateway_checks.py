@@ -102,7 +102,7 @@ def test_neighbour_votes_of_one_query_sum_to_at_most_one(policy: AnswerPolicy) -
     first.neighbour_vote, second.neighbour_vote = 0.7, 0.3
     check_search(_search(first, second), request_id="r", query="incubation?", policy=policy)
     second.neighbour_vote = 0.6
-    with pytest.raises(StageError, match="neighbour votes sum to 1.3") as raised:
+    with pytest.raises(StageError, match=r"neighbour votes sum to 1\.3") as raised:
         check_search(_search(first, second), request_id="r", query="incubation?", policy=policy)
     assert raised.value.kind == FailureKind.MALFORMED
 

@@ -191,9 +191,7 @@ def _check_scores_of(
         hit.dense_score, -1.0 - _COSINE_SLACK, 1.0 + _COSINE_SLACK
     ):
         raise _malformed(stage, f"{where}: dense cosine {hit.dense_score!r} not in [-1, 1]")
-    if hit.HasField("neighbour_vote") and not _finite_in(
-        hit.neighbour_vote, 0.0, 1.0 + _TOLERANCE
-    ):
+    if hit.HasField("neighbour_vote") and not _finite_in(hit.neighbour_vote, 0.0, 1.0 + _TOLERANCE):
         raise _malformed(stage, f"{where}: neighbour vote {hit.neighbour_vote!r} not in [0, 1]")
     if hit.HasField("sparse_score") and not _finite_in(hit.sparse_score, 0.0, bm25_max):
         raise _malformed(
