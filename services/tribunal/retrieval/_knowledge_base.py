@@ -401,9 +401,8 @@ class KnowledgeBase:
         # Sent to the matcher's model as they reach retrieval's, not after retrieval's pass:
         # under load both models' next passes then hold the same queries, and each query
         # needs one pass of each instead of waiting for a pass of the matcher's model that
-        # started before its retrieval vector was ready. Measured at 16 clients: passes of
-        # 7.0–8.4 queries against 5.1–8.0, 72–79% of the models' own throughput against
-        # 64–74% (8 rounds in turn); a lone query's time unchanged.
+        # started before its retrieval vector was ready (bench/prefetch_order.py: ahead
+        # in 7 of 10 rounds at 16 clients, 3–8% more queries/s).
         by_collection: dict[str | None, list[str]] = {}
         for i, text in enumerate(texts):
             by_collection.setdefault(collections[i] if collections else None, []).append(text)
