@@ -243,3 +243,55 @@ def test_a_tuned_matchers_model_gets_only_its_collections_queries(
     prefetch_query_vectors(["card not arrived"], besides=view, collection="bank")
     tuned["bank"].embed(["card not arrived"])
     assert (tuned["bank"].texts_, tuned["bank"].passes_) == (2, 2)
+
+
+class _SeesTheMatcher(CountingEmbedder):
+    """Retrieval's model, noting for each pass whether the matcher's model had already
+    been sent every text of it."""
+
+    def __init__(self, matcher: list[MicroBatchingEmbedder]) -> None:
+        super().__init__(minilm())
+        self.matcher = matcher
+        self.matcher_had: list[bool] = []
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
+        matcher = self.matcher[0]
+        with matcher._recent_lock:
+            self.matcher_had.append(
+                all(t in matcher._inflight or t in matcher._recent for t in texts)
+            )
+        return super().embed(texts, progress=progress)
+
+
+@pytest.mark.models
+def test_the_matchers_model_gets_a_search_query_before_retrievals_pass(
+    tiny_settings: Settings,
+) -> None:
+    from tribunal.retrieval import KnowledgeBase
+
+    matcher: list[MicroBatchingEmbedder] = []
+    seeing = _SeesTheMatcher(matcher)
+    retrieval = shared_embedder(tiny_settings, "test-order-retrieval", lambda: seeing)
+    matcher.append(
+        shared_embedder(
+            tiny_settings,
+            "test-order-matcher",
+            lambda: CountingEmbedder(minilm()),
+            query_model=True,
+            collection="faq",
+        )
+    )
+    queries = ["Is my card on its way?", "Why was my transfer declined?"]
+    # Only the explicit embedder is read: no knowledge base needs opening.
+    vectors = KnowledgeBase.embed_queries(
+        None,  # type: ignore[arg-type]
+        queries,
+        embedder=retrieval,
+        collections=["faq", "faq"],
+    )
+    assert seeing.matcher_had == [True]  # both passes can hold the same queries
+    np.testing.assert_allclose(vectors, minilm().embed(queries), atol=1e-5)
+    passes = matcher[0].passes_
+    np.testing.assert_allclose(matcher[0].embed(queries), vectors, atol=1e-5)
+    assert matcher[0].passes_ <= passes + 1  # the prefetch's pass, not another
+    assert matcher[0].texts_ == len(queries)
