@@ -103,6 +103,24 @@ def test_queries_needed_is_the_products_estimate_on_the_risk_curve() -> None:
     assert queries_needed(report) == {
         "taught, ltt, alpha=0.1": "no point of the risk curve is below alpha"
     }
+    # Enough queries at the best point's rate, yet not certified: the planned scan stopped.
+    row["calibration_split"] = {"fit": 20, "risk": 100, "holdout": 20}
+    row["risk_curve"] = {"coverage": [0.5, 1.0], "hallucination": [0.0, 0.2]}
+    estimate = queries_to_certify(
+        [50, 100],
+        [0, 20],
+        certify_queries=100,
+        labelled_queries=160,
+        alpha=0.1,
+        delta=0.1,
+        method="ltt",
+    )
+    assert estimate.more == 0
+    assert queries_needed(report) == {
+        "taught, ltt, alpha=0.1": f"~{estimate.certify_needed} certification queries (now "
+        "100) would do at the best threshold's rate, but the planned test sequence stopped "
+        "before it (0 wrong of 50 accepted there); more labelled queries make that less likely"
+    }
 
 
 def test_the_report_says_what_the_tune_taught() -> None:

@@ -86,6 +86,14 @@ def queries_needed(report: dict[str, Any]) -> dict[str, Any]:
         key = f"{last['condition']}, {row['method']}, alpha={row['alpha']:g}"
         if estimate.labelled_needed is None:
             out[key] = "no point of the risk curve is below alpha"
+        elif not estimate.more:
+            # Enough at the best point's rate: the planned scan stopped before reaching it.
+            out[key] = (
+                f"~{estimate.certify_needed} certification queries (now {risk}) would do at "
+                "the best threshold's rate, but the planned test sequence stopped before it "
+                f"({estimate.errors} wrong of {estimate.accepted} accepted there); more "
+                "labelled queries make that less likely"
+            )
         else:
             out[key] = (
                 f"~{estimate.certify_needed} certification queries (now {risk}), i.e. "
