@@ -320,9 +320,8 @@ def _batched_round(
 ) -> dict[str, Any]:
     """One round: the models' limit alone, then the gateway at ``concurrency`` clients on
     the same queries, its queries/s as a share of that limit."""
-    _forget_recent(settings)
     # The batch a model can get at this concurrency is at most one query per client.
-    limit = _embedder_limit(settings, loaded, concurrency)
+    limit = _embedder_limit(settings, loaded, concurrency)  # fresh models, no memory
     _forget_recent(settings)
     counted = _passes(settings)
     cpu_before = _process_cpu_s()
@@ -383,14 +382,10 @@ def _throughput(
         "rounds": per_round,
         "new": batched,
         "new_unbatched": alone,
-        "limit_before": batched["limit"],
         "limit_after": after,
-        "limit_queries_per_s": batched["limit"]["queries_per_s"],
-        "unbatched_limit_queries_per_s": after["queries_per_s"],
         "ceiling": ceiling,
         "ceiling_batch": settings.retrieval.micro_batch_texts,
         "share_of_limit": median,
-        "shares_of_limit": [r["share_of_limit"] for r in per_round],
     }
 
 
@@ -432,7 +427,7 @@ def _sequential_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _concurrent_table(result: dict[str, Any]) -> None:
-    limit = result["limit_queries_per_s"]
+    limit = result["new"]["limit"]
     print(
         f"\nconcurrency {result['concurrency']}, {result['queries']} other paraphrases, "
         f"each asked once per round, {len(result['rounds'])} rounds:"
@@ -447,7 +442,7 @@ def _concurrent_table(result: dict[str, Any]) -> None:
     print(f"median share of the limit: {result['share_of_limit']:.0%}")
     unbatched = result["new_unbatched"]
     ceiling = result["ceiling"]["queries_per_s"]
-    after = result["unbatched_limit_queries_per_s"]
+    after = result["limit_after"]["queries_per_s"]
     print(
         f"new, unbatched: {unbatched['queries_per_s']:.1f} queries/s "
         f"({unbatched['queries_per_s'] / after:.0%} of the limit taken right after it, "
@@ -457,13 +452,13 @@ def _concurrent_table(result: dict[str, Any]) -> None:
     print(
         f"this process (the gateway, its in-process stages and the clients) used "
         f"{result['new']['cpu_share']:.0%} of the machine's {os.cpu_count()} cores "
-        f"during the median round (limit {limit:.1f} queries/s)"
+        f"during the median round (limit {limit['queries_per_s']:.1f} queries/s)"
     )
     print("\nthe models' passes inside the gateway (median round) vs the same queries alone:")
     print("| model | passes | texts per pass | seconds in passes | alone, batches of 16 |")
     print("|---|---|---|---|---|")
     for key, row in result["new"]["passes"].items():
-        alone = result["limit_before"]["models"][key]
+        alone = limit["models"][key]
         print(
             f"| {key} | {row['passes']} | {row['texts'] / max(1, row['passes']):.1f} | "
             f"{row['seconds']:.2f} | {alone:.2f} |"
