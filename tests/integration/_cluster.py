@@ -233,6 +233,9 @@ class LocalCluster:
         (Path(os.environ.get("RAY_TMPDIR", self.temp_dir)) / "ray").mkdir(exist_ok=True)
         self._saved_env = dict(os.environ)  # restored by stop()
         os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        # The head's GCS gets 120 s, as tribunal.deploy.start_ray_node gives it: the
+        # other tests load models beside it on this machine's 2 cores.
+        os.environ["RAY_gcs_server_port_wait_time_s"] = "120"  # noqa: SIM112 (Ray's own name)
         os.environ.update(self.env)
         dashboard_port = free_port()
         self.cluster = Cluster(

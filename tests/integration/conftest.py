@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -11,22 +12,32 @@ from tests.conftest import REPO
 
 
 @pytest.fixture
-def local_ray(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A single-node Ray for this test only, temp files in .build/ray, shut down after."""
-    import ray
-    from ray import serve
+def ray_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The environment and temp dir (.build/ray) of a throwaway Ray this test starts.
 
-    # Ray 2.60 turns on token auth for a new local cluster unless RAY_AUTH_MODE is
-    # set; this throwaway cluster is loopback-only, so it runs without (and writes
-    # no ~/.ray/auth_token).
+    Ray 2.60 turns on token auth for a new local cluster unless RAY_AUTH_MODE is set;
+    these clusters are loopback-only, so they run without (and write no
+    ~/.ray/auth_token). Start them with :func:`tribunal.deploy.start_ray_node`, which
+    waits for a head slowed by the other tests' model loading.
+    """
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     temp_dir = REPO / ".build" / "ray"
     temp_dir.mkdir(parents=True, exist_ok=True)
-    ray.init(
+    return temp_dir
+
+
+@pytest.fixture
+def local_ray(ray_temp_dir: Path) -> Iterator[None]:
+    """A single-node Ray for this test only, temp files in .build/ray, shut down after."""
+    import ray
+    from ray import serve
+    from tribunal.deploy import start_ray_node
+
+    start_ray_node(
         num_cpus=2,
         include_dashboard=False,
-        _temp_dir=str(temp_dir),
+        _temp_dir=str(ray_temp_dir),
         _node_ip_address="127.0.0.1",
         logging_level="WARNING",
         runtime_env={"env_vars": {"TRIBUNAL_DATA_DIR": os.environ["TRIBUNAL_DATA_DIR"]}},

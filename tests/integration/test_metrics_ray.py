@@ -16,6 +16,7 @@ import socket
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -53,21 +54,16 @@ def _exported(port: int) -> dict[str, set[str]]:
 
 
 @pytest.fixture
-def ray_with_metrics(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+def ray_with_metrics(ray_temp_dir: Path) -> Iterator[int]:
     import ray
     from ray import serve
+    from tribunal.deploy import start_ray_node
 
-    # Ray 2.60 turns token auth on for a new local cluster unless told; this
-    # loopback-only throwaway cluster runs without it.
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-    temp_dir = REPO / ".build" / "ray"
-    temp_dir.mkdir(parents=True, exist_ok=True)
     port = _free_port()
-    ray.init(
+    start_ray_node(
         num_cpus=2,
         include_dashboard=False,
-        _temp_dir=str(temp_dir),
+        _temp_dir=str(ray_temp_dir),
         _node_ip_address="127.0.0.1",
         _metrics_export_port=port,
         # Report every 0.5 s (default 10 s), so the test waits seconds, not a minute.

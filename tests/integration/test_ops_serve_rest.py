@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,20 +40,17 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def serve_rest(monkeypatch: pytest.MonkeyPatch) -> Iterator[ServeRestClient]:
+def serve_rest(ray_temp_dir: Path) -> Iterator[ServeRestClient]:
     import ray
+    from tribunal.deploy import start_ray_node
 
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # loopback-only throwaway cluster
-    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     port = _free_port()
-    temp_dir = REPO / ".build" / "ray"
-    temp_dir.mkdir(parents=True, exist_ok=True)
-    ray.init(
+    start_ray_node(
         num_cpus=2,
         include_dashboard=True,
         dashboard_host="127.0.0.1",
         dashboard_port=port,
-        _temp_dir=str(temp_dir),
+        _temp_dir=str(ray_temp_dir),
         _node_ip_address="127.0.0.1",
         logging_level="WARNING",
     )

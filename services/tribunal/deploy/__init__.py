@@ -11,7 +11,8 @@
   Serve gRPC proxy can route ``tribunal.v1.*`` calls (metadata
   ``application: <name>``). :func:`validate_serve_config` checks it with
   Serve's own ``ServeDeploySchema``.
-- :func:`start_local` / :func:`deploy` run it on a local single-node Ray
+- :func:`start_local` / :func:`deploy` run it on a local single-node Ray, started by
+  :func:`start_ray_node` (patient with a busy machine)
   (``tribunal serve deploy``, ``make serve``); :func:`replica_counts` and
   :func:`ray_memory` observe it.
 - :class:`ServeApp` is the base of every Serve deployment: it wraps each proto-named
@@ -27,7 +28,15 @@ Importing this package does not import Ray; the functions do, when called.
 from ._config import APPLICATIONS, serve_config, validate_serve_config
 from ._gathered import gathered, size_gathered
 from ._grpc import ServeApp, serve_caller
-from ._local import deploy, ray_memory, replica_counts, set_ray_auth, start_local, wait_running
+from ._local import (
+    deploy,
+    ray_memory,
+    replica_counts,
+    set_ray_auth,
+    start_local,
+    start_ray_node,
+    wait_running,
+)
 from ._registry import SERVICES, STAGES, ServiceSpec
 from ._tls import CertificateFiles, LocalTls, issue_ca, issue_certificate, local_tls, ray_tls_env
 
@@ -52,6 +61,7 @@ __all__ = [
     "set_ray_auth",
     "size_gathered",
     "start_local",
+    "start_ray_node",
     "validate_serve_config",
     "wait_running",
 ]

@@ -26,6 +26,7 @@ Deliberate choices for a development machine (Kubernetes sets its own):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -44,6 +45,11 @@ from ._tls import LocalTls
 
 _log = logging.getLogger(__name__)
 _START_ATTEMPTS = 2
+# Ray waits 30 s for a new head's GCS to publish its port; a 2-core machine busy loading
+# models has run past that. RAY_gcs_server_port_wait_time_s, when set, wins.
+_GCS_PORT_WAIT_S = "120"
+# What Ray's bare exceptions say when a node's processes did not come up in time.
+_START_TIMEOUTS = ("timed out during startup", "Timed out waiting for file")
 
 __all__ = [
     "SERVE_GRPC_HOOK",
@@ -54,6 +60,7 @@ __all__ = [
     "replica_counts",
     "set_ray_auth",
     "start_local",
+    "start_ray_node",
     "wait_running",
 ]
 
@@ -122,6 +129,56 @@ def ray_node_address(ray_host: str) -> dict[str, Any]:
     return {} if single_machine else {"_node_ip_address": ray_host}
 
 
+def start_ray_node(**init_options: Any) -> None:
+    """``ray.init`` of a new node on this machine, patient with a busy machine.
+
+    The GCS gets 120 s to come up instead of Ray's 30 (an operator's
+    ``RAY_gcs_server_port_wait_time_s`` wins), and a node that still did not start in
+    time is started once more: Ray's raylet waits 15 s for its agents' ports and aborts
+    the node when a busy machine imports them slower; a second start finds their modules
+    cached. A start that failed leaves no process behind (Ray's own shutdown does not end
+    the processes of a node that never finished starting). Any other failure is raised
+    as Ray raised it.
+    """
+    import ray
+
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", _GCS_PORT_WAIT_S)
+    for attempt in range(_START_ATTEMPTS):
+        running_before = {child.pid for child in psutil.Process().children(recursive=True)}
+        try:
+            ray.init(**init_options)
+            return
+        except Exception as exc:  # Ray raises bare exceptions for a node that did not start
+            ray.shutdown()
+            _end_ray_processes_started_since(running_before)
+            timed_out = any(message in str(exc) for message in _START_TIMEOUTS)
+            if not timed_out or attempt + 1 == _START_ATTEMPTS:
+                raise
+            _log.warning("Ray's node did not start in time (%s); starting it again", exc)
+
+
+def _end_ray_processes_started_since(running_before: set[int]) -> None:
+    """End this process's children that a failed Ray start left: those started since
+    ``running_before`` was taken that run Ray's binaries or modules."""
+    import ray
+
+    ray_package = str(Path(ray.__file__).parent)
+    left = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.pid not in running_before and ray_package in " ".join(child.cmdline()):
+                left.append(child)
+        except psutil.Error:  # it ended on its own meanwhile
+            continue
+    for child in left:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _, alive = psutil.wait_procs(left, timeout=10)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+
+
 def start_local(
     config: Mapping[str, Any],
     *,
@@ -157,30 +214,19 @@ def start_local(
     temp_dir.mkdir(parents=True, exist_ok=True)
     # Before Ray is imported: its core library reads the auth mode when it loads.
     set_ray_auth(auth, temp_dir)
-    import ray
     from ray import serve
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     runtime_env = _runtime_env(env_vars, grpc_host, tls)
-    for attempt in range(_START_ATTEMPTS):
-        try:
-            ray.init(
-                num_cpus=int(num_cpus) if num_cpus is not None else None,
-                include_dashboard=False,
-                _temp_dir=str(temp_dir),
-                logging_level=logging.WARNING,
-                namespace="serve",
-                runtime_env=runtime_env,
-                **ray_node_address(ray_host),
-            )
-            break
-        except Exception as exc:  # Ray raises a bare Exception for a node that did not start
-            if "timed out during startup" not in str(exc) or attempt + 1 == _START_ATTEMPTS:
-                raise
-            # Ray's raylet waits 15 s for its agents' ports and aborts the node when a busy
-            # machine imports them slower; a second start finds their modules cached.
-            _log.warning("Ray's node did not start in time (%s); starting it again", exc)
-            ray.shutdown()
+    start_ray_node(
+        num_cpus=int(num_cpus) if num_cpus is not None else None,
+        include_dashboard=False,
+        _temp_dir=str(temp_dir),
+        logging_level=logging.WARNING,
+        namespace="serve",
+        runtime_env=runtime_env,
+        **ray_node_address(ray_host),
+    )
     grpc_options = dict(config.get("grpc_options") or {})
     http_options = dict(config.get("http_options") or {})
     serve.start(

@@ -109,7 +109,7 @@ def _init_ray(address: str | None) -> None:
     # A throwaway cluster of this machine, as `tribunal serve deploy` starts one: Ray's
     # token auth with a token file in the build area (never ~/.ray), every port on
     # 127.0.0.1. RAY_AUTH_MODE set by the caller wins (it may be read already).
-    from ..deploy._local import ray_node_address, set_ray_auth
+    from ..deploy._local import ray_node_address, set_ray_auth, start_ray_node
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     temp_dir = Path(os.environ.get("RAY_TMPDIR") or ".build/ray").resolve()
@@ -117,9 +117,7 @@ def _init_ray(address: str | None) -> None:
     auth = os.environ.get("RAY_AUTH_MODE", "token")
     # Before Ray is imported: its core library reads the auth mode when it loads.
     set_ray_auth("disabled" if auth == "disabled" else "token", temp_dir)
-    import ray
-
-    ray.init(
+    start_ray_node(
         include_dashboard=False,
         _temp_dir=str(temp_dir),
         logging_level=logging.WARNING,
