@@ -211,7 +211,7 @@ def _ingest(
     finally:
         kb.close()
     if match_vectors:  # the feature matcher's vectors of every entry: no question waits
-        precompute_entry_vectors(settings, entries, progress=True)
+        precompute_entry_vectors(settings, entries, collection=collection, progress=True)
     return total
 
 

@@ -256,18 +256,18 @@ def _ingest(args: argparse.Namespace) -> int:
         if not args.skip_match_vectors:
             from ..core import load_settings
 
-            _match_vectors(load_settings(args.profile), entries)
+            _match_vectors(load_settings(args.profile), args.collection, entries)
     finally:
         kb.close()
     return 0
 
 
-def _match_vectors(settings: Settings, entries: list[KbEntry]) -> None:
+def _match_vectors(settings: Settings, collection: str, entries: list[KbEntry]) -> None:
     """The feature matcher's vectors of the entries, stored now rather than at their first
-    query (``data_dir/vectors``)."""
+    query (``data_dir/vectors``; a tuned collection's, its tuned model's)."""
     from ..ensemble import precompute_entry_vectors
 
-    new = precompute_entry_vectors(settings, entries, progress=True)
+    new = precompute_entry_vectors(settings, entries, collection=collection, progress=True)
     if settings.ensemble.matcher == "features":
         print(f"match vectors: {new} new texts embedded into {settings.data_dir / 'vectors'}")
 
@@ -486,7 +486,7 @@ def _phrasings_approve(args: argparse.Namespace) -> int:
         if not args.skip_match_vectors:
             for name in sorted({link.collection for link in approved}):
                 ids = [link.entry_id for link in approved if link.collection == name]
-                _match_vectors(settings, list(kb.collection(name).entries(ids).values()))
+                _match_vectors(settings, name, list(kb.collection(name).entries(ids).values()))
     finally:
         kb.close()
     return 0

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..core import EnsembleSettings, Settings
     from ..embedding import CachingEmbedder, Embedder, VectorStore
     from ..kb import KbEntry
+    from ._tuned_artifact import TunedMatcher
 
 __all__ = [
     "FeatureMatcher",
@@ -129,14 +130,15 @@ class FeatureMatcher:
         """Nothing to release: no engine threads, the embedder is freed with this object."""
 
 
-def tuned_matcher_dir(settings: Settings) -> Path | None:
+def tuned_matcher_dir(settings: Settings, collection: str | None = None) -> Path | None:
     """The tuned matcher to serve: ``ensemble.tuned_matcher``, else the current tune of
-    ``gateway.collection`` under ``data_dir``; None when there is none."""
+    ``collection`` (default ``gateway.collection``) under ``data_dir``; None when there
+    is none."""
     from ._tuned_artifact import current_tuned_dir
 
     if settings.ensemble.tuned_matcher is not None:
         return settings.ensemble.tuned_matcher.expanduser()
-    return current_tuned_dir(settings.data_dir, settings.gateway.collection)
+    return current_tuned_dir(settings.data_dir, collection or settings.gateway.collection)
 
 
 def served_feature_matcher(settings: Settings) -> str | None:
@@ -168,10 +170,20 @@ def _tuned_matcher(settings: Settings, directory: Path) -> FeatureMatcher:
         artifact,
         embedder,
         settings.ensemble,
-        # Entry vectors of a tuned model are its own: kept in memory, not in the shared
-        # store keyed by the base model's name.
-        entry_embedder=CachingEmbedder(embedder),
+        entry_embedder=CachingEmbedder(
+            embedder, store=_tuned_entry_store(settings, tuned, embedder)
+        ),
         version=tuned.version,
+    )
+
+
+def _tuned_entry_store(settings: Settings, tuned: TunedMatcher, embedder: Embedder) -> VectorStore:
+    """The store of a tuned model's entry vectors: the base model's when the tune left
+    the weights as they were (the KB's stored vectors are its vectors), else its own."""
+    from ..embedding import VectorStore
+
+    return VectorStore.for_model(
+        settings.data_dir, model=tuned.vectors_name, dimension=embedder.dimension
     )
 
 
@@ -210,21 +222,35 @@ def _entry_embedder(settings: Settings, embedder: Embedder) -> CachingEmbedder:
 
 
 def precompute_entry_vectors(
-    settings: Settings, entries: Sequence[KbEntry], *, progress: bool = False
+    settings: Settings,
+    entries: Sequence[KbEntry],
+    *,
+    collection: str | None = None,
+    progress: bool = False,
 ) -> int:
     """Embed, with the feature matcher's model, the texts of ``entries`` it needs at match
     time (each phrasing of the question, the answer, each phrasing + answer) into
     ``data_dir/vectors``, so that no query waits for an entry's first forward pass.
+    ``collection`` (default ``gateway.collection``) with a tune gets its tuned model's
+    vectors, in the tune's store.
     Returns how many texts were new (0 when every one was stored already, or when
     ``ensemble.matcher`` is not ``features``)."""
     from tqdm import tqdm
 
     if settings.ensemble.matcher != "features" or not entries:
         return 0
-    if tuned_matcher_dir(settings) is not None:
-        return 0  # a tuned model's entry vectors are its own, computed when first matched
-    _, embedder = _artifact_embedder(settings)
-    store = _entry_store(settings, embedder)
+    tuned_dir = tuned_matcher_dir(settings, collection)
+    if tuned_dir is None:
+        _, embedder = _artifact_embedder(settings)
+        store = _entry_store(settings, embedder)
+    else:  # the collection's tune serves it: its model, its store
+        from ._tuned_artifact import TunedMatcher
+        from ._tuned_serving import tuned_embedder
+
+        tuned = TunedMatcher.load(tuned_dir)
+        head = MatchFeaturesArtifact.load(tuned.head_path)
+        embedder = tuned_embedder(settings, tuned, head.embedder.name)
+        store = _tuned_entry_store(settings, tuned, embedder)
     try:
         texts = list(
             dict.fromkeys(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import FailedPreconditionError
+from ..core import TUNED_MODEL_PREFIX, FailedPreconditionError
 
 __all__ = [
     "TUNED_FORMAT",
@@ -86,6 +86,26 @@ class TunedMatcher:
     @property
     def split(self) -> dict[str, Any]:
         return dict(self.manifest["split"])
+
+    @property
+    def weights_unchanged(self) -> bool:
+        """Whether the model is its base model as it was: no encoder fine-tune (``epochs``
+        0), so its vectors are the base model's."""
+        config = self.manifest.get("config") or {}
+        return float(config.get("epochs", 1.0)) <= 0.0 and bool(self.base_name)
+
+    @property
+    def base_name(self) -> str:
+        """The name the profile gives the base model (its vectors' store under
+        ``data_dir/vectors``); empty when the manifest does not say."""
+        return str((self.manifest.get("base") or {}).get("name") or "")
+
+    @property
+    def vectors_name(self) -> str:
+        """Under which model name the KB entries' vectors of this model are stored: the
+        base model's when the weights are unchanged (the vectors the KB stored at
+        ingestion serve it as they are), else the tune's own, ``tuned:<version>``."""
+        return self.base_name if self.weights_unchanged else TUNED_MODEL_PREFIX + self.version
 
     @classmethod
     def seal(cls, directory: Path, manifest: dict[str, Any]) -> TunedMatcher:

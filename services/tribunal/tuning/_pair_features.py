@@ -54,14 +54,26 @@ class PairFeatures:
         return {name: matrix[query_rows, entry_cols] for name, matrix in self.values.items()}
 
 
-def pair_features(queries: Sequence[str], entries: EntryTexts, embedder: Embedder) -> PairFeatures:
-    """Every :data:`~tribunal.ensemble.MATCH_FEATURES` value of every pair."""
+def pair_features(
+    queries: Sequence[str],
+    entries: EntryTexts,
+    embedder: Embedder,
+    *,
+    entry_embedder: Embedder | None = None,
+) -> PairFeatures:
+    """Every :data:`~tribunal.ensemble.MATCH_FEATURES` value of every pair.
+
+    ``entry_embedder`` (default: ``embedder``, the same model) embeds the entries' texts:
+    one that keeps them in the KB's vector store, as the served matcher does, so that
+    the queries do not go there.
+    """
     from rapidfuzz import fuzz, process, utils
 
     query_vectors = embedder.embed(list(queries), progress=True).astype(np.float64)
+    entry_model = entry_embedder or embedder
 
     def cosine(texts: Sequence[str]) -> NDArray[np.float64]:
-        vectors = embedder.embed(list(texts), progress=len(texts) >= 100).astype(np.float64)
+        vectors = entry_model.embed(list(texts), progress=len(texts) >= 100).astype(np.float64)
         product: NDArray[np.float64] = query_vectors @ vectors.T
         return product
 

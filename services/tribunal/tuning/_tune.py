@@ -41,10 +41,15 @@ from ._split import TuneSplit, split_for_tuning
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from ..embedding import Embedder
+    from ..embedding import Embedder, VectorStore
     from ..ensemble import MatchFeaturesArtifact
 
 __all__ = ["TooLittleDataError", "TuneConfig", "TuneOutcome", "check_enough", "tune_matcher"]
+
+
+_ENTRY_TEXTS = 200_000
+"""Entry texts kept in memory during a tune (every phrasing, answer and phrasing + answer
+of a large KB: ~600 MB of 768-d vectors at most)."""
 
 
 class TooLittleDataError(InvalidArgumentError):
@@ -336,6 +341,8 @@ def tune_matcher(
     wrap: Any,
     split: TuneSplit | None = None,
     taught: EntryTexts | None = None,
+    served_vectors: VectorStore | None = None,
+    base_vectors: VectorStore | None = None,
 ) -> TuneOutcome:
     """Split, check, train, fit the head, measure (see the module docstring).
 
@@ -344,7 +351,12 @@ def tune_matcher(
     is the matcher served now, the "before" of the report (on ``entries``). ``split``:
     the split already made (default: made here); ``taught``: the entries once the
     teaching plan is written (default: ``entries``), which the encoder, the head and
-    the "after" see.
+    the "after" see. ``served_vectors`` and ``base_vectors``: the KB's stored entry
+    vectors of the served model and of the base model (``data_dir/vectors``). The
+    entries' texts are looked up there before a model embeds them and what is embedded
+    is kept there — the base model's only while its weights stay as they are (no
+    fine-tune) — so that neither this tune nor the matcher it leaves embeds an entry
+    text twice: with answers of a few hundred words, those passes are most of a tune.
 
     Raises:
         TooLittleDataError: see :func:`check_enough`.
@@ -360,7 +372,12 @@ def tune_matcher(
     check_enough(traffic, split, entries, config)
     heldout_queries = [traffic.queries[i].query for i in split.heldout]
     heldout_right = _answer_matrix(traffic, split.heldout, entries)
-    before_features = pair_features(heldout_queries, entries, served_embedder)
+    from ..embedding import CachingEmbedder
+
+    served_entries = CachingEmbedder(served_embedder, max_texts=_ENTRY_TEXTS, store=served_vectors)
+    before_features = pair_features(
+        heldout_queries, entries, served_embedder, entry_embedder=served_entries
+    )
     entries = taught or entries
     examples = {"query_triples": 0, "phrasing_pairs": 0, "answer_pairs": 0}
     if config.epochs > 0:
@@ -379,13 +396,16 @@ def tune_matcher(
             "held-out queries; no encoder fine-tune (epochs 0): refitting the head",
             flush=True,
         )
-    from ..embedding import CachingEmbedder
-
     # The head's and the "after" features embed the same entry texts: once is enough.
-    tuned = CachingEmbedder(wrap(base_model), max_texts=200_000)
+    tuned = wrap(base_model)
+    tuned_entries = CachingEmbedder(
+        tuned,
+        max_texts=_ENTRY_TEXTS,
+        store=base_vectors if config.epochs <= 0 else None,  # fine-tuned: not the base's
+    )
 
     head_queries = [traffic.queries[i].query for i in split.head]
-    head_features = pair_features(head_queries, entries, tuned)
+    head_features = pair_features(head_queries, entries, tuned, entry_embedder=tuned_entries)
     head = _fit_head(
         head_features,
         _answer_matrix(traffic, split.head, entries),
@@ -393,7 +413,7 @@ def tune_matcher(
         config,
         {"traffic_sha256": traffic.sha256, "part": "head", "queries": len(split.head)},
     )
-    after_features = pair_features(heldout_queries, entries, tuned)
+    after_features = pair_features(heldout_queries, entries, tuned, entry_embedder=tuned_entries)
     # One fixed set of held-out pairs for both: the right entries and the top wrong
     # ones of either model, so neither is measured on pairs it picked.
     ranking = np.maximum(
