@@ -2,8 +2,8 @@
 vectors the KB stored at ingestion and stores those of the phrasings it teaches, so the
 tuned matcher it leaves — in this process or another — embeds only queries.
 
-A real tune on BANKING77 queries (8 intents, the tiny profile's MiniLM as the matcher's
-model, the shipped regression's weights as the served head), in seconds."""
+A real tune on BANKING77 queries (8 intents; the tiny profile's feature matcher, MPNet,
+served before the tune), in seconds."""
 
 from __future__ import annotations
 
@@ -16,13 +16,7 @@ from tribunal.commands.tune import tune_collection
 from tribunal.confidence import LabelledQuery, Traffic
 from tribunal.core import load_settings
 from tribunal.embedding import VectorStore
-from tribunal.ensemble import (
-    FeatureEmbedder,
-    MatchFeaturesArtifact,
-    TunedMatcher,
-    features_path,
-    precompute_entry_vectors,
-)
+from tribunal.ensemble import TunedMatcher, precompute_entry_vectors
 from tribunal.ensemble._feature_matcher import FeatureMatcher
 from tribunal.ensemble._match_features import entry_texts
 from tribunal.ensemble._matcher import MatchRequestItem
@@ -35,7 +29,7 @@ from tests.conftest import SHARED
 
 pytestmark = pytest.mark.models
 
-BASE = "all-minilm-l6-v2"
+BASE = "all-mpnet-base-v2"
 INTENTS = 8
 
 
@@ -66,15 +60,8 @@ def test_a_tune_without_fine_tune_shares_the_kbs_entry_vectors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "data"
-    settings = load_settings("tiny", data_dir=str(data))
-    # The served matcher of this test: the shipped regression's weights on MiniLM.
-    head_path = tmp_path / "minilm-features.json"
-    MatchFeaturesArtifact.load(features_path(settings)).model_copy(
-        update={"embedder": FeatureEmbedder(model_key="embedder", name=BASE)}
-    ).save(head_path)
     monkeypatch.setenv("TRIBUNAL_DATA_DIR", str(data))
     monkeypatch.setenv("TRIBUNAL_ENSEMBLE__MATCHER", "features")
-    monkeypatch.setenv("TRIBUNAL_ENSEMBLE__FEATURES_ARTIFACT", str(head_path))
     settings = load_settings("tiny")
     entries, traffic = _bank()
     signer, _ = writer_signer(settings)
@@ -107,7 +94,7 @@ def test_a_tune_without_fine_tune_shares_the_kbs_entry_vectors(
         )
     )
     assert len(texts) == INTENTS * 5 + 2 * taught
-    store = VectorStore.for_model(data, model=BASE, dimension=384)
+    store = VectorStore.for_model(data, model=BASE, dimension=768)
     try:
         vectors = store.get(texts)
     finally:
