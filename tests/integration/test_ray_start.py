@@ -71,3 +71,18 @@ def test_the_head_gets_120_s_unless_the_operator_set_the_wait(
         assert os.environ["RAY_gcs_server_port_wait_time_s"] == "300"  # noqa: SIM112 (Ray's)
     finally:
         ray.shutdown()
+
+
+def test_a_start_refused_beside_a_running_ray_leaves_that_ray_running(
+    ray_temp_dir: Path,
+) -> None:
+    import ray
+
+    start_ray_node(**_node_options(ray_temp_dir))
+    try:
+        with pytest.raises(RuntimeError, match=r"ray\.init twice"):
+            start_ray_node(**_node_options(ray_temp_dir))
+        assert ray.is_initialized()
+        assert ray.get(ray.put("still up")) == "still up"
+    finally:
+        ray.shutdown()

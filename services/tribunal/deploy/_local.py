@@ -145,11 +145,13 @@ def start_ray_node(**init_options: Any) -> None:
     os.environ.setdefault("RAY_gcs_server_port_wait_time_s", _GCS_PORT_WAIT_S)
     for attempt in range(_START_ATTEMPTS):
         running_before = {child.pid for child in psutil.Process().children(recursive=True)}
+        connected = ray.is_initialized()  # a caller's own Ray is left as it is
         try:
             ray.init(**init_options)
             return
         except Exception as exc:  # Ray raises bare exceptions for a node that did not start
-            ray.shutdown()
+            if not connected:
+                ray.shutdown()
             _end_ray_processes_started_since(running_before)
             timed_out = any(message in str(exc) for message in _START_TIMEOUTS)
             if not timed_out or attempt + 1 == _START_ATTEMPTS:
