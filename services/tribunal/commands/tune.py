@@ -13,9 +13,11 @@ that collection, and ``tribunal calibrate`` certifies on the held-out part only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,6 +157,25 @@ def _tune(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _entry_vectors(
+    settings: Settings, dimensions: dict[str, int]
+) -> Iterator[dict[str, VectorStore]]:
+    """The KB's stored entry vectors (``data_dir/vectors``) of each model named in
+    ``dimensions`` (the served model's and the base model's; one store when they are one)."""
+    from ..embedding import VectorStore
+
+    stores = {
+        name: VectorStore.for_model(settings.data_dir, model=name, dimension=dimension)
+        for name, dimension in dimensions.items()
+    }
+    try:
+        yield stores
+    finally:
+        for store in stores.values():
+            store.close()
+
+
 def tune_collection(
     settings: Settings,
     collection: str,
@@ -167,81 +188,13 @@ def tune_collection(
     """What ``tribunal tune`` does once its inputs are read: tune, seal, write
     ``DATA_DIR/tuned/<collection>/<version>/`` and make it current; the sealed matcher,
     its directory and the outcome."""
+    from datetime import UTC, datetime
+
     from ..core import load_embedder
-    from ..embedding import VectorStore, load_profile_embedder
+    from ..embedding import load_profile_embedder
     from ..embedding._embedding import SentenceTransformerEmbedder
     from ..ensemble import MatchFeaturesArtifact
     from ..ensemble._feature_artifact import features_path
-
-    kb = _collection(settings, collection)
-    served = MatchFeaturesArtifact.load(features_path(settings))
-    base_key = base or served.embedder.model_key
-    spec = settings.models.get(base_key)
-    if spec is None or spec.kind != "embedder":
-        raise InvalidArgumentError(
-            f"--base {base_key!r} is not an embedder of profile {settings.profile!r} "
-            f"(embedders: {', '.join(settings.model_keys('embedder'))})",
-            field="base",
-        )
-    base_name = spec.artifact or spec.hf_id or base_key
-    name = f"{base_name}+tuned:{collection}"
-
-    def wrap(model: Any) -> SentenceTransformerEmbedder:
-        return SentenceTransformerEmbedder(
-            model, name=name, batch_size=settings.retrieval.embed_batch_size
-        )
-
-    served_embedder = load_profile_embedder(settings, served.embedder.model_key)
-    base_model = load_embedder(settings, base_key)
-    # The KB's stored entry vectors of each model (ingestion's, the served matcher's).
-    served_vectors = VectorStore.for_model(
-        settings.data_dir, model=served_embedder.name, dimension=served_embedder.dimension
-    )
-    base_vectors = (
-        served_vectors
-        if base_name == served_embedder.name
-        else VectorStore.for_model(
-            settings.data_dir, model=base_name, dimension=wrap(base_model).dimension
-        )
-    )
-    try:
-        return _tune_and_seal(
-            settings,
-            collection,
-            traffic,
-            config,
-            kb,
-            served=served,
-            served_embedder=served_embedder,
-            base_model=base_model,
-            base=(base_key, base_name),
-            wrap=wrap,
-            vectors=(served_vectors, base_vectors),
-            created=created,
-        )
-    finally:
-        served_vectors.close()
-        base_vectors.close()
-
-
-def _tune_and_seal(
-    settings: Settings,
-    collection: str,
-    traffic: Traffic,
-    config: TuneConfig,
-    kb: tuple[Any, str, int],
-    *,
-    served: Any,
-    served_embedder: Any,
-    base_model: Any,
-    base: tuple[str, str],
-    wrap: Any,
-    vectors: tuple[VectorStore, VectorStore],
-    created: str | None,
-) -> tuple[TunedMatcher, Path, TuneOutcome]:
-    """The tune, its teaching written to the KB, the sealed directory made current."""
-    from datetime import UTC, datetime
-
     from ..tuning import (
         TunedMatcher,
         check_enough,
@@ -253,10 +206,32 @@ def _tune_and_seal(
     )
     from ._teaching import rejected_links, tune_actor, write_teaching
 
-    entries, content_version, size = kb
-    base_key, base_name = base
+    entries, content_version, size = _collection(settings, collection)
+    served = MatchFeaturesArtifact.load(features_path(settings))
+    base_key = base or served.embedder.model_key
+    spec = settings.models.get(base_key)
+    if spec is None or spec.kind != "embedder":
+        raise InvalidArgumentError(
+            f"--base {base_key!r} is not an embedder of profile {settings.profile!r} "
+            f"(embedders: {', '.join(settings.model_keys('embedder'))})",
+            field="base",
+        )
+    base_name = spec.artifact or spec.hf_id or base_key
     root = tuned_root(settings.data_dir, collection)
     root.mkdir(parents=True, exist_ok=True)
+    name = f"{base_name}+tuned:{collection}"
+
+    def wrap(model: Any) -> SentenceTransformerEmbedder:
+        return SentenceTransformerEmbedder(
+            model, name=name, batch_size=settings.retrieval.embed_batch_size
+        )
+
+    served_embedder = load_profile_embedder(settings, served.embedder.model_key)
+    base_model = load_embedder(settings, base_key)
+    dimensions = {
+        served_embedder.name: served_embedder.dimension,
+        base_name: wrap(base_model).dimension,
+    }
     split = split_for_tuning(
         traffic.queries,
         heldout_fraction=config.heldout_fraction,
@@ -278,21 +253,22 @@ def _tune_and_seal(
         )
     with tempfile.TemporaryDirectory(dir=root, prefix=".work-") as work_dir:
         work = Path(work_dir)
-        outcome = tune_matcher(
-            traffic,
-            entries,
-            base_model=base_model,
-            base_embedder=wrap(base_model),
-            served_head=served,
-            served_embedder=served_embedder,
-            config=config,
-            work=work / "trainer",
-            wrap=wrap,
-            split=split,
-            taught=plan.taught(entries) if plan is not None else None,
-            served_vectors=vectors[0],
-            base_vectors=vectors[1],
-        )
+        with _entry_vectors(settings, dimensions) as stores:
+            outcome = tune_matcher(
+                traffic,
+                entries,
+                base_model=base_model,
+                base_embedder=wrap(base_model),
+                served_head=served,
+                served_embedder=served_embedder,
+                config=config,
+                work=work / "trainer",
+                wrap=wrap,
+                split=split,
+                taught=plan.taught(entries) if plan is not None else None,
+                served_vectors=stores[served_embedder.name],
+                base_vectors=stores[base_name],
+            )
         if plan is not None:
             # Written only once the tune succeeded; the binding below is the taught KB's.
             written = write_teaching(settings, collection, plan, actor=tune_actor())

@@ -159,32 +159,26 @@ def served_feature_matcher(settings: Settings) -> str | None:
 def _tuned_matcher(settings: Settings, directory: Path) -> FeatureMatcher:
     """The feature matcher of a ``tribunal tune`` directory: its model, its head, its
     version (checked against the directory's contents)."""
-    from ..embedding import CachingEmbedder
+    tuned, artifact, embedder = _tuned_model(settings, directory)
+    return FeatureMatcher(
+        artifact,
+        embedder,
+        settings.ensemble,
+        entry_embedder=_entry_embedder(settings, embedder, vectors_name=tuned.vectors_name),
+        version=tuned.version,
+    )
+
+
+def _tuned_model(
+    settings: Settings, directory: Path
+) -> tuple[TunedMatcher, MatchFeaturesArtifact, Embedder]:
+    """A verified tune, its head, and this process's embedder of its model."""
     from ._tuned_artifact import TunedMatcher
     from ._tuned_serving import tuned_embedder
 
     tuned = TunedMatcher.load(directory)
     artifact = MatchFeaturesArtifact.load(tuned.head_path)
-    embedder = tuned_embedder(settings, tuned, artifact.embedder.name)
-    return FeatureMatcher(
-        artifact,
-        embedder,
-        settings.ensemble,
-        entry_embedder=CachingEmbedder(
-            embedder, store=_tuned_entry_store(settings, tuned, embedder)
-        ),
-        version=tuned.version,
-    )
-
-
-def _tuned_entry_store(settings: Settings, tuned: TunedMatcher, embedder: Embedder) -> VectorStore:
-    """The store of a tuned model's entry vectors: the base model's when the tune left
-    the weights as they were (the KB's stored vectors are its vectors), else its own."""
-    from ..embedding import VectorStore
-
-    return VectorStore.for_model(
-        settings.data_dir, model=tuned.vectors_name, dimension=embedder.dimension
-    )
+    return tuned, artifact, tuned_embedder(settings, tuned, artifact.embedder.name)
 
 
 def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embedder]:
@@ -204,21 +198,29 @@ def _artifact_embedder(settings: Settings) -> tuple[MatchFeaturesArtifact, Embed
     return artifact, shared_profile_embedder(settings, key, query_model=True)
 
 
-def _entry_store(settings: Settings, embedder: Embedder) -> VectorStore:
-    """Where the feature matcher's vectors of KB entries are kept (``data_dir/vectors``)."""
+def _entry_store(
+    settings: Settings, embedder: Embedder, *, vectors_name: str | None = None
+) -> VectorStore:
+    """Where the feature matcher's vectors of KB entries are kept (``data_dir/vectors``),
+    under ``vectors_name`` (default: the embedder's name; a tune's
+    :attr:`~tribunal.ensemble.TunedMatcher.vectors_name`)."""
     from ..embedding import VectorStore
 
     return VectorStore.for_model(
-        settings.data_dir, model=embedder.name, dimension=embedder.dimension
+        settings.data_dir, model=vectors_name or embedder.name, dimension=embedder.dimension
     )
 
 
-def _entry_embedder(settings: Settings, embedder: Embedder) -> CachingEmbedder:
+def _entry_embedder(
+    settings: Settings, embedder: Embedder, *, vectors_name: str | None = None
+) -> CachingEmbedder:
     """KB entries come back with every query that finds them: their vectors are computed
     once, kept in memory and on disk (across restarts, shared with ingestion)."""
     from ..embedding import CachingEmbedder
 
-    return CachingEmbedder(embedder, store=_entry_store(settings, embedder))
+    return CachingEmbedder(
+        embedder, store=_entry_store(settings, embedder, vectors_name=vectors_name)
+    )
 
 
 def precompute_entry_vectors(
@@ -244,13 +246,8 @@ def precompute_entry_vectors(
         _, embedder = _artifact_embedder(settings)
         store = _entry_store(settings, embedder)
     else:  # the collection's tune serves it: its model, its store
-        from ._tuned_artifact import TunedMatcher
-        from ._tuned_serving import tuned_embedder
-
-        tuned = TunedMatcher.load(tuned_dir)
-        head = MatchFeaturesArtifact.load(tuned.head_path)
-        embedder = tuned_embedder(settings, tuned, head.embedder.name)
-        store = _tuned_entry_store(settings, tuned, embedder)
+        tuned, _, embedder = _tuned_model(settings, tuned_dir)
+        store = _entry_store(settings, embedder, vectors_name=tuned.vectors_name)
     try:
         texts = list(
             dict.fromkeys(
