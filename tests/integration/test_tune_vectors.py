@@ -77,6 +77,11 @@ def test_a_tune_without_fine_tune_shares_the_kbs_entry_vectors(
     assert taught > 0
     assert tuned.weights_unchanged
     assert tuned.vectors_name == BASE
+    # No head part without a fine-tune: the head fits on every train query, each with
+    # the phrasing it taught left out.
+    assert outcome.split.head == ()
+    assert outcome.head.fitted_on["part"] == "train, left out"
+    assert outcome.head.fitted_on["queries"] == len(outcome.split.train)
 
     # Every taught entry's texts are in the base model's store, as the tune embedded them.
     served = load_settings("tiny", gateway={"collection": "bank"})

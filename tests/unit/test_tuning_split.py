@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tribunal.confidence import Traffic, read_traffic
 from tribunal.confidence._traffic import split_traffic
-from tribunal.core import FailedPreconditionError
+from tribunal.core import FailedPreconditionError, InvalidArgumentError
 from tribunal.tuning import (
     EntryTexts,
     TooLittleDataError,
@@ -172,3 +172,91 @@ def test_ask_says_up_front_when_the_calibrator_was_certified_with_another_matche
     assert f"the matcher served now is features:{tuned.version}" in line
     assert "every answer falls back (NO_CERTIFIED_THRESHOLD)" in line
     assert "tribunal calibrate --collection covid-faq" in line
+
+
+def test_without_a_head_part_the_split_has_train_and_heldout_only(tmp_path: Path) -> None:
+    traffic = _traffic(tmp_path, _rows(200))
+    split = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.0, seed=0)
+    assert (len(split.train), len(split.head), len(split.heldout)) == (140, 0, 60)
+    # The held-out part is the same draw as with a head part: only the fit part differs.
+    with_head = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.25, seed=0)
+    assert split.heldout == with_head.heldout
+    assert split.fit == with_head.fit
+    for bad in (-0.1, 1.0):
+        with pytest.raises(InvalidArgumentError, match=r"head_fraction must be in \[0, 1\)"):
+            split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=bad, seed=0)
+
+
+def test_the_head_part_is_kept_apart_only_for_an_encoder_fine_tune() -> None:
+    assert (TuneConfig().head_share, TuneConfig().heldout_share) == (0.0, 0.5)
+    assert TuneConfig(epochs=1).heldout_share == 0.3
+    assert TuneConfig(heldout_fraction=0.4).heldout_share == 0.4
+    assert TuneConfig(epochs=1).head_share == 0.25
+    assert TuneConfig(epochs=1, head_fraction=0.4).head_share == 0.4
+    assert TuneConfig(head_fraction=0.25).head_share == 0.25
+    with pytest.raises(InvalidArgumentError, match="an encoder fine-tune needs a head part"):
+        TuneConfig(epochs=1, head_fraction=0.0)
+    with pytest.raises(InvalidArgumentError, match=r"head_fraction must be in \[0, 1\)"):
+        TuneConfig(head_fraction=1.5)
+
+
+def _taught_tune(tmp_path: Path, traffic: Traffic, *, epochs: float, head: float) -> TunedMatcher:
+    split = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=head, seed=0)
+    directory = tmp_path / f"tuned-{epochs}-{head}"
+    (directory / "model").mkdir(parents=True)
+    (directory / "model" / "weights.bin").write_bytes(b"not a real model")
+    manifest = {
+        "binding": {"collection": "faq", "collection_version": "kb-1", "entries": 10},
+        "base": {"model_key": "matcher", "name": "all-mpnet-base-v2"},
+        "traffic": {"sha256": traffic.sha256},
+        "split": split.record(traffic.queries),
+        "config": {"epochs": epochs, "head_fraction": head},
+        "teaching": {"phrasings_added": 90},
+    }
+    return TunedMatcher.seal(directory, manifest)
+
+
+def test_calibrate_fits_on_the_taught_queries_with_their_phrasing_left_out(
+    tmp_path: Path,
+) -> None:
+    traffic = _traffic(tmp_path, _rows(200))
+    tuned = _taught_tune(tmp_path, traffic, epochs=0.0, head=0.0)
+    kept, note = certifiable_traffic(traffic, tuned, "faq")
+    assert (len(kept), note["queries_dropped_as_fit"], note["fit_only"], note["taught"]) == (
+        200,
+        0,
+        140,
+        140,
+    )
+    by_part = {
+        name: {query_key(q.query) for q in kept.queries if test(q)}
+        for name, test in (
+            ("certify", lambda q: not q.fit_only),
+            ("taught", lambda q: q.taught),
+        )
+    }
+    assert by_part["certify"] == set(tuned.split["heldout_keys"])
+    assert by_part["taught"] == set(tuned.split["fit_keys"])
+    assert all(q.fit_only for q in kept.queries if q.taught)
+    # Every taught query fits the calibrator; every held-out one may certify or report.
+    split = split_traffic(kept.queries, holdout_fraction=0.1, fit_fraction=0.3, seed=0)
+    assert split.sizes() == {"fit": 140, "risk": 54, "holdout": 6}
+
+    # With a head part, the head's queries fit too, observed as they are (never taught).
+    with_head = _taught_tune(tmp_path, traffic, epochs=0.0, head=0.25)
+    kept, note = certifiable_traffic(traffic, with_head, "faq")
+    assert (len(kept), note["fit_only"], note["taught"]) == (200, 140, 105)
+    head = set(with_head.split["head_keys"])
+    assert not any(q.taught for q in kept.queries if query_key(q.query) in head)
+
+
+def test_an_encoder_fine_tunes_train_queries_never_fit_the_calibrator(tmp_path: Path) -> None:
+    traffic = _traffic(tmp_path, _rows(200))
+    tuned = _taught_tune(tmp_path, traffic, epochs=1.0, head=0.25)
+    kept, note = certifiable_traffic(traffic, tuned, "faq")
+    assert (len(kept), note["queries_dropped_as_fit"], note["fit_only"], note["taught"]) == (
+        95,
+        105,
+        35,
+        0,
+    )

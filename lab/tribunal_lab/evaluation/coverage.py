@@ -101,6 +101,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tribunal calibrate --holdout-fraction (0.1: the test split is the held-out "
         "report here, so calibration keeps more queries to certify on)",
     )
+    parser.add_argument(
+        "--tune-heldout-fraction",
+        type=float,
+        default=None,
+        help="tribunal tune --heldout-fraction (default: the tune's)",
+    )
+    parser.add_argument(
+        "--tune-head-fraction",
+        type=float,
+        default=None,
+        help="tribunal tune --head-fraction (default: the tune's; 0.25 with 0.3 held out "
+        "is the split before the head was fitted on the train part)",
+    )
     parser.add_argument("--reuse", action="store_true", help="reuse recorded signals and tunes")
     parser.add_argument("--out", type=Path, default=Path(".build/eval/coverage"))
 
@@ -278,7 +291,12 @@ def _condition(
 
     traffic = read_traffic(_write_rows(work / "traffic.jsonl", domain.traffic))
     test = read_traffic(_write_rows(work / "test.jsonl", domain.test))
-    tune_config = TuneConfig(seed=args.seed, epochs=args.epochs if name == "tuned" else 0.0)
+    tune_config = TuneConfig(
+        seed=args.seed,
+        epochs=args.epochs if name == "tuned" else 0.0,
+        heldout_fraction=args.tune_heldout_fraction,
+        head_fraction=args.tune_head_fraction,
+    )
     record: dict[str, Any] = {"condition": name}
     entries = domain.one
     if name in {"taught", "tuned"}:  # the tune itself teaches the KB from its train part
@@ -289,8 +307,8 @@ def _condition(
         else:  # the tune's fit part becomes phrasings (reviewed links, approved)
             split = split_for_tuning(
                 traffic.queries,
-                heldout_fraction=tune_config.heldout_fraction,
-                head_fraction=tune_config.head_fraction,
+                heldout_fraction=tune_config.heldout_share,
+                head_fraction=tune_config.head_share,
                 seed=tune_config.seed,
             )
             entries, added = with_phrasings(domain.one, [domain.traffic[i] for i in split.fit])

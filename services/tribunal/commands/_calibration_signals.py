@@ -80,7 +80,8 @@ def observe_traffic(
         def one(item: Any) -> Any:
             try:
                 return pipeline.candidate_signals(
-                    gateway_pb2.AnswerRequest(query=item.query, collection=collection)
+                    gateway_pb2.AnswerRequest(query=item.query, collection=collection),
+                    leave_out_own_phrasing=item.taught,
                 )
             except StageError as failure:
                 return failure
@@ -242,4 +243,6 @@ def read_signals(
 def _queries_sha256(traffic: Traffic) -> str:
     import hashlib
 
-    return hashlib.sha256("\n".join(q.query for q in traffic.queries).encode()).hexdigest()
+    # A taught query's signals leave its own phrasing out: not the same signals.
+    lines = (q.query + ("\x00taught" if q.taught else "") for q in traffic.queries)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()

@@ -29,14 +29,14 @@ def rejected_links(settings: Settings, collection: str) -> set[tuple[str, str]]:
     """``(entry id, normalised query)`` of the collection's links a reviewer rejected: the
     tune does not teach them again."""
     from ..core.storage import Database
+    from ..kb import phrasing_key
     from ..retrieval import PhrasingLinks
-    from ..tuning import normal_text
 
     db = Database(settings.database_url)
     db.create_schema()
     links = PhrasingLinks(db, max_query_chars=settings.retrieval.max_question_chars)
     return {
-        (link.entry_id, normal_text(link.query))
+        (link.entry_id, phrasing_key(link.query))
         for link in links.links(collection=collection, status="rejected", limit=10_000_000)
     }
 

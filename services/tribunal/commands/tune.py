@@ -55,8 +55,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=None,
         help="profile embedder to fine-tune (default: the one the feature matcher uses)",
     )
-    parser.add_argument("--heldout-fraction", type=float, default=0.3, help="(0.3)")
-    parser.add_argument("--head-fraction", type=float, default=0.25, help="of the fit part (0.25)")
+    parser.add_argument(
+        "--heldout-fraction",
+        type=float,
+        default=None,
+        help="share never fitted on, left to certify on (default: 0.5; 0.3 with "
+        "--encoder-epochs, whose head part takes a quarter of the rest)",
+    )
+    parser.add_argument(
+        "--head-fraction",
+        type=float,
+        default=None,
+        help="share of the fit part kept apart to fit the matching head (default: 0, the "
+        "head fitted on the train queries with their own phrasings left out; 0.25 with "
+        "--encoder-epochs)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and trainer (0)")
     parser.add_argument(
         "--encoder-epochs",
@@ -234,8 +247,8 @@ def tune_collection(
     }
     split = split_for_tuning(
         traffic.queries,
-        heldout_fraction=config.heldout_fraction,
-        head_fraction=config.head_fraction,
+        heldout_fraction=config.heldout_share,
+        head_fraction=config.head_share,
         seed=config.seed,
     )
     check_enough(traffic, split, entries, config)

@@ -57,6 +57,9 @@ class LabelledQuery:
     """π_floor / π: the inverse of the query's inclusion probability, scaled into (0, 1]."""
     fit_only: bool = False
     """An earlier step was fitted on this query: it may fit the calibrator, never certify."""
+    taught: bool = False
+    """A tune taught this query to the KB as a phrasing (with ``fit_only``): its signals
+    are observed with that phrasing left out, as a query the KB was not taught gets them."""
 
     def is_right(self, entry_id: str) -> bool:
         return entry_id in self.answers

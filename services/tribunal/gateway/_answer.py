@@ -46,7 +46,13 @@ from ._answer_record import (
     reason_name,
     write_decision,
 )
-from ._candidates import CandidateSignals, candidate_signals, kb_versions, request_versions
+from ._candidates import (
+    CandidateSignals,
+    candidate_signals,
+    kb_versions,
+    request_versions,
+    without_own_phrasing,
+)
 from ._checks import (
     AnswerPolicy,
     check_matches,
@@ -206,10 +212,16 @@ class AnswerPipeline:
         return self._decide(trace, candidates, signals, scores, kb_version)
 
     def candidate_signals(
-        self, request: gateway_pb2.AnswerRequest, *, deadline_s: float | None = None
+        self,
+        request: gateway_pb2.AnswerRequest,
+        *,
+        deadline_s: float | None = None,
+        leave_out_own_phrasing: bool = False,
     ) -> CandidateSignals:
         """Retrieve and match as :meth:`answer` does, and return what it would send to the
         confidence service; nothing is scored, decided or audited (``tribunal calibrate``).
+        ``leave_out_own_phrasing``: retrieval and the matcher pass over the entries' added
+        phrasings with the query's words (a query a tune taught, observed as a new one).
 
         Raises:
             InvalidArgumentError, NotFoundError: the request is the caller's mistake.
@@ -224,10 +236,14 @@ class AnswerPipeline:
         )
         call_id = uuid.uuid4().hex
         deadline = Deadline(self.settings.deadline_s if deadline_s is None else deadline_s)
-        hits, _, unsigned = self._retrieve(trace, deadline, call_id)
+        hits, _, unsigned = self._retrieve(
+            trace, deadline, call_id, leave_out_own_phrasing=leave_out_own_phrasing
+        )
         candidates = self._servable(trace, hits, unsigned) if hits else []
         if not candidates:
             return CandidateSignals((), (), kb_versions(trace))
+        if leave_out_own_phrasing:
+            candidates = [without_own_phrasing(hit, request.query) for hit in candidates]
         matches = self._match(trace, deadline, call_id, candidates)
         return CandidateSignals(
             tuple(hit.entry.id for hit in candidates),
@@ -248,7 +264,12 @@ class AnswerPipeline:
         )
 
     def _retrieve(
-        self, trace: RequestTrace, deadline: Deadline, call_id: str
+        self,
+        trace: RequestTrace,
+        deadline: Deadline,
+        call_id: str,
+        *,
+        leave_out_own_phrasing: bool = False,
     ) -> tuple[list[retrieval_pb2.SearchHit], int, dict[str, str]]:
         """The checked hits, the signed collection version they come from, and why hits
         without a trusted signature may not be served."""
@@ -263,6 +284,7 @@ class AnswerPipeline:
             query=trace.query,
             top_k=self.settings.top_k,
             request_id=call_id,
+            leave_out_own_phrasing=leave_out_own_phrasing,
         )
         with trace.stage("retrieval"):
             # An unknown collection or a query retrieval refuses is the caller's to fix.

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..confidence import RequestVersions
+from ..kb import phrasing_key
 from ..v1 import confidence_pb2, ensemble_pb2, retrieval_pb2
 from ._trace import RequestTrace
 
@@ -20,6 +21,7 @@ __all__ = [
     "candidate_signals",
     "kb_versions",
     "request_versions",
+    "without_own_phrasing",
 ]
 
 _VERIFIED = retrieval_pb2.VERIFICATION_VERDICT_VERIFIED
@@ -50,6 +52,21 @@ def answer_key(hit: retrieval_pb2.SearchHit) -> str:
     if named:
         return "class:" + named
     return "text:" + " ".join(hit.entry.answer.split()).casefold()
+
+
+def without_own_phrasing(hit: retrieval_pb2.SearchHit, query: str) -> retrieval_pb2.SearchHit:
+    """``hit`` with the entry's added phrasings that have the query's words left out (the
+    entry's question stays): what the matcher sees of a query the KB was not taught, as
+    retrieval's ``leave_out_own_phrasing`` leaves it out of the search."""
+    key = phrasing_key(query)
+    kept = [text for text in hit.entry.questions if phrasing_key(text) != key]
+    if len(kept) == len(hit.entry.questions):
+        return hit
+    copy = retrieval_pb2.SearchHit()
+    copy.CopyFrom(hit)
+    del copy.entry.questions[:]
+    copy.entry.questions.extend(kept)
+    return copy
 
 
 def candidate_signals(

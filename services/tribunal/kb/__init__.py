@@ -21,6 +21,7 @@ from ._entry import (
     Chunk,
     KbEntry,
     phrasing_index,
+    phrasing_key,
     phrasing_unit_id,
     self_sourced,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "entry_to_proto",
     "entry_to_record",
     "phrasing_index",
+    "phrasing_key",
     "phrasing_unit_id",
     "read_entries",
     "self_sourced",

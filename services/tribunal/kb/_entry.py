@@ -33,6 +33,12 @@ def phrasing_unit_id(index: int) -> str:
     return QUESTION_UNIT_ID if index == 0 else f"{_PHRASING_PREFIX}{index}"
 
 
+def phrasing_key(text: str) -> str:
+    """A phrasing's identity: case and spacing normalised, so two phrasings (or a query and
+    a phrasing) of the same words are one wherever the KB compares them."""
+    return " ".join(text.split()).casefold()
+
+
 def phrasing_index(unit_id: str) -> int | None:
     """Which phrasing a unit id names (see :func:`phrasing_unit_id`); None for a chunk or
     the answer."""

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from ..core import FailedPreconditionError, RetrievalSettings
 from ..embedding import Embedder
-from ..kb import KbEntry
+from ..kb import KbEntry, phrasing_key
 from ._dense import DenseIndex, UnitMatch
 from ._signing import (
     ENTRY_KIND,
@@ -121,6 +121,9 @@ class Collection:
         self._applied_seq = 0
         self._content_version: tuple[int, str] | None = None
         self._snapshot_seq = 0
+        # Added phrasings by their words, as of a change seq (read only when a search
+        # leaves a query's own phrasing out: calibration on taught queries).
+        self._added_phrasings: tuple[int, dict[str, frozenset[tuple[str, str]]]] | None = None
         with self._lock.write():
             self._load_locked()
 
@@ -253,15 +256,40 @@ class Collection:
         return self.store.model() != self.embedder.name
 
     # -- reads ---------------------------------------------------------------------
-    def search_dense(self, vectors: NDArray[np.float32], depth: int) -> list[list[UnitMatch]]:
+    def search_dense(
+        self,
+        vectors: NDArray[np.float32],
+        depth: int,
+        skip: Sequence[frozenset[tuple[str, str]]] = (),
+    ) -> list[list[UnitMatch]]:
         self._ensure_current()
         with self._lock.read():
-            return self.dense.search(vectors, depth)
+            return self.dense.search(vectors, depth, skip)
 
-    def search_sparse(self, queries: Sequence[str], depth: int) -> list[list[UnitMatch]]:
+    def search_sparse(
+        self,
+        queries: Sequence[str],
+        depth: int,
+        skip: Sequence[frozenset[tuple[str, str]]] = (),
+    ) -> list[list[UnitMatch]]:
         self._ensure_current()
         with self._lock.read():
-            return self.sparse.search(queries, depth)
+            return self.sparse.search(queries, depth, skip)
+
+    def added_phrasings_of(self, text: str) -> frozenset[tuple[str, str]]:
+        """The ``(entry id, unit id)`` of every added phrasing (not an entry's question)
+        with the words of ``text``: what a search leaves out for a query the KB was taught
+        (:attr:`~._types.SearchQuery.leave_out_own_phrasing`)."""
+        last = self.store.last_seq()
+        cached = self._added_phrasings
+        if cached is None or cached[0] != last:
+            seq, units = self.store.added_phrasings()
+            by_key: dict[str, set[tuple[str, str]]] = {}
+            for entry_id, unit_id, unit_text in units:
+                by_key.setdefault(phrasing_key(unit_text), set()).add((entry_id, unit_id))
+            cached = (seq, {key: frozenset(pairs) for key, pairs in by_key.items()})
+            self._added_phrasings = cached
+        return cached[1].get(phrasing_key(text), frozenset())
 
     def entries(self, entry_ids: Sequence[str]) -> dict[str, KbEntry]:
         """Stored entries by id."""

@@ -100,11 +100,13 @@ def group_best_per_entry(
     depth: int,
     neighbours: int = 0,
     temperature: float = 0.05,
+    skip: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[UnitMatch]:
     """Walk one query's rows best first; keep each live entry's first (best) unit.
 
     ``neighbours`` > 0: each kept entry also carries its :func:`neighbour_votes` share of
-    the first ``neighbours`` live units (0.0 when none of them is its)."""
+    the first ``neighbours`` live units (0.0 when none of them is its). ``skip``:
+    ``(entry id, unit id)`` pairs passed over as if they were not indexed."""
     seen: set[str] = set()
     out: list[UnitMatch] = []
     near_scores: list[float] = []
@@ -113,6 +115,8 @@ def group_best_per_entry(
         if row < 0 or not live[row]:
             continue
         entry_id = row_entry[row]
+        if skip and (entry_id, row_unit[row]) in skip:
+            continue
         if len(near_scores) < neighbours:
             near_scores.append(float(score))
             near_entries.append(entry_id)
@@ -258,16 +262,24 @@ class DenseIndex:
         scores, rows = self._index.search(queries, k, params=params)
         return scores, rows
 
-    def search(self, queries: NDArray[np.float32], depth: int) -> list[list[UnitMatch]]:
-        """For each query row, up to ``depth`` entries, best first (by their best unit)."""
+    def search(
+        self,
+        queries: NDArray[np.float32],
+        depth: int,
+        skip: Sequence[frozenset[tuple[str, str]]] = (),
+    ) -> list[list[UnitMatch]]:
+        """For each query row, up to ``depth`` entries, best first (by their best unit);
+        ``skip[i]``: query i's ``(entry id, unit id)`` pairs to pass over."""
         queries = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dimension)
         if self.rows == 0 or self.live_rows == 0:
             return [[] for _ in range(len(queries))]
+        skipped = list(skip) or [frozenset()] * len(queries)
         # Fetch enough rows to cover `depth` entries: units per entry on average,
-        # plus every dead row in the worst case; double until covered.
+        # plus every dead or skipped row in the worst case; double until covered.
         fanout = max(1, math.ceil(self.live_rows / max(1, self.entry_count)))
         neighbours = self.settings.vote_neighbours
-        k = min(self.rows, max(depth * fanout, neighbours) + self.dead_rows)
+        most_skipped = max((len(units) for units in skipped), default=0)
+        k = min(self.rows, max(depth * fanout, neighbours) + self.dead_rows + most_skipped)
         results: list[list[UnitMatch]] = [[] for _ in range(len(queries))]
         pending = list(range(len(queries)))
         while pending:
@@ -283,6 +295,7 @@ class DenseIndex:
                     depth=depth,
                     neighbours=neighbours,
                     temperature=self.settings.vote_temperature,
+                    skip=skipped[query_index],
                 )
                 results[query_index] = matches
                 if len(matches) < min(depth, self.entry_count) and k < self.rows:

@@ -34,12 +34,12 @@ from ..core import (
     UnavailableError,
 )
 from ..core.storage import Database, KbPhrasingLinkRow
-from ..kb import entry_sha256
+from ..kb import entry_sha256, phrasing_key
 from ._change_audit import AuditedWrites
 from ._store_files import stored_questions
 from ._validation import check_collection_name
 
-__all__ = ["LinkStatus", "PhrasingLink", "PhrasingLinks", "entry_questions", "normalised_query"]
+__all__ = ["LinkStatus", "PhrasingLink", "PhrasingLinks", "entry_questions"]
 
 LinkStatus = Literal["pending", "approved", "rejected"]
 _STATUSES: tuple[LinkStatus, ...] = ("pending", "approved", "rejected")
@@ -48,13 +48,8 @@ _MAX_REASON_CHARS = 2_000
 _MAX_ACTOR_CHARS = 128
 
 
-def normalised_query(text: str) -> str:
-    """A query with case and spacing normalised: two links of the same words are one."""
-    return " ".join(text.split()).casefold()
-
-
 def _query_sha256(text: str) -> str:
-    return hashlib.sha256(normalised_query(text).encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(phrasing_key(text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -291,8 +286,8 @@ class PhrasingLinks:
                 "never there): reject the link, or link the query to another entry",
                 field="entry_id",
             )
-        known = {normalised_query(text) for text in entry.phrasings()}
-        if normalised_query(link.query) in known:
+        known = {phrasing_key(text) for text in entry.phrasings()}
+        if phrasing_key(link.query) in known:
             version = collection.store.last_seq()
         else:
             updated = replace(entry, questions=(*entry.questions, link.query))
@@ -339,10 +334,10 @@ class PhrasingLinks:
                 "reject the links, or link the queries to another entry",
                 field="entry_id",
             )
-        known = {normalised_query(text) for text in entry.phrasings()}
+        known = {phrasing_key(text) for text in entry.phrasings()}
         new: list[PhrasingLink] = []
         for link in links:
-            key = normalised_query(link.query)
+            key = phrasing_key(link.query)
             if key not in known:
                 known.add(key)
                 new.append(link)
@@ -409,7 +404,7 @@ class PhrasingLinks:
         ``tribunal calibrate --traffic`` reads."""
         grouped: dict[tuple[str, str], tuple[str, set[str]]] = {}
         for link in self.links(collection=collection, status="approved", limit=10_000_000):
-            key = (link.collection, normalised_query(link.query))
+            key = (link.collection, phrasing_key(link.query))
             grouped.setdefault(key, (link.query, set()))[1].add(link.entry_id)
         return [
             {"query": query, "collection": name, "answers": sorted(answers)}

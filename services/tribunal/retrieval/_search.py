@@ -122,6 +122,12 @@ def _retrieve(
     for name, positions in by_collection.items():
         collection = kb.collection(name)
         depth = max(_depth(kb, queries[i]) for i in positions)
+        skip = [
+            collection.added_phrasings_of(queries[i].text)
+            if queries[i].leave_out_own_phrasing
+            else frozenset()
+            for i in positions
+        ]
         started = time.perf_counter()
         if dense:
             if any(embedded.embedders[i] is not collection.embedder for i in positions):
@@ -131,9 +137,9 @@ def _retrieve(
                     "during the search; retry"
                 )
             vectors = np.stack([embedded.vectors[i] for i in positions])
-            lists = collection.search_dense(vectors, depth)
+            lists = collection.search_dense(vectors, depth, skip)
         else:
-            lists = collection.search_sparse([queries[i].text for i in positions], depth)
+            lists = collection.search_sparse([queries[i].text for i in positions], depth, skip)
         elapsed = (time.perf_counter() - started) * 1000
         for i, matches in zip(positions, lists, strict=True):
             out[i] = matches[: _depth(kb, queries[i])]

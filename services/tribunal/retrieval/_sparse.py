@@ -163,13 +163,20 @@ class SparseIndex:
         self.stale = False
 
     # -- search -----------------------------------------------------------------
-    def search(self, queries: Sequence[str], depth: int) -> list[list[UnitMatch]]:
-        """For each query, up to ``depth`` entries with a positive BM25 score, best first."""
+    def search(
+        self,
+        queries: Sequence[str],
+        depth: int,
+        skip: Sequence[frozenset[tuple[str, str]]] = (),
+    ) -> list[list[UnitMatch]]:
+        """For each query, up to ``depth`` entries with a positive BM25 score, best first;
+        ``skip[i]``: query i's ``(entry id, unit id)`` pairs to pass over."""
         if self.stale:
             raise RuntimeError("SparseIndex.refresh() must run after changes, before searching")
         results: list[list[UnitMatch]] = []
         retriever, mask = self._retriever, self._live_mask
-        for tokens in self.tokenize(queries):
+        skipped = list(skip) or [frozenset()] * len(queries)
+        for tokens, passed_over in zip(self.tokenize(queries), skipped, strict=True):
             ids = retriever.get_tokens_ids(tokens) if retriever is not None else []
             if not ids:  # nothing indexed, or no query word occurs in the collection
                 results.append([])
@@ -181,7 +188,7 @@ class SparseIndex:
             matches: list[UnitMatch] = []
             for row in order.tolist():
                 entry_id = self._row_entry[row]
-                if entry_id in seen:
+                if entry_id in seen or (entry_id, self._row_unit[row]) in passed_over:
                     continue
                 seen.add(entry_id)
                 matches.append(UnitMatch(entry_id, self._row_unit[row], float(scores[row])))

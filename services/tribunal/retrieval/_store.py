@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core import FailedPreconditionError
-from ..kb import KbEntry, entry_from_record, entry_to_record
+from ..kb import QUESTION_UNIT_ID, KbEntry, entry_from_record, entry_to_record, phrasing_index
 from ._signing import SignedRecord
 from ._store_files import content_version_of, record_sha256
 from ._verification import EntryVerification
@@ -380,6 +380,18 @@ class EntryStore:
                 for entry_id in entry_ids
                 if db.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchone()
             ]
+
+    def added_phrasings(self) -> tuple[int, list[tuple[str, str, str]]]:
+        """The last change seq and every phrasing unit beyond each entry's question, as
+        ``(entry id, unit id, text)``: the units a taught query can be."""
+        with self._transaction("DEFERRED") as db:
+            rows = db.execute(
+                "SELECT entry_id, unit_id, text FROM units WHERE unit_id LIKE ? "
+                "ORDER BY entry_id, position",
+                (f"{QUESTION_UNIT_ID}:%",),
+            ).fetchall()
+            last = self._last_seq(db)
+        return last, [(str(r[0]), str(r[1]), str(r[2])) for r in rows if phrasing_index(str(r[1]))]
 
     def all_units(self) -> tuple[int, list[str], list[str], list[str], NDArray[np.float32]]:
         """Everything, consistently: (last seq, entry ids, unit ids, texts, vectors) per unit."""

@@ -46,6 +46,10 @@ class SearchQuery:
     top_k: int = 10
     mode: SearchMode = SearchMode.HYBRID
     rerank: bool = False
+    leave_out_own_phrasing: bool = False
+    """Pass over the entries' added phrasings with the query's words, as if the KB had not
+    been taught this query: the signals it would get as a new query (``tribunal calibrate``
+    on the queries a tune taught). An entry's question is never left out."""
 
 
 @dataclass(frozen=True)

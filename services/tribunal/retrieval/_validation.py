@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ..core import InvalidArgumentError, ResourceExhaustedError, RetrievalSettings
-from ..kb import ANSWER_UNIT_ID, QUESTION_UNIT_ID, KbEntry, phrasing_index
+from ..kb import ANSWER_UNIT_ID, QUESTION_UNIT_ID, KbEntry, phrasing_index, phrasing_key
 from ._sparse import searchable_terms
 from ._types import SearchQuery
 
@@ -135,10 +135,6 @@ def _check_sizes(entry: KbEntry, settings: RetrievalSettings, where: str) -> Non
         )
 
 
-def _phrasing_key(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
 def _check_phrasings(entry: KbEntry, settings: RetrievalSettings, where: str) -> None:
     """``questions``: within the count limit, each non-empty, within the question length
     limit, none repeating the question or another phrasing; only beside a question."""
@@ -158,7 +154,7 @@ def _check_phrasings(entry: KbEntry, settings: RetrievalSettings, where: str) ->
             "'question' and the others in 'questions'",
             field=f"{where}.question",
         )
-    seen = {_phrasing_key(entry.question): f"{where}.question"}
+    seen = {phrasing_key(entry.question): f"{where}.question"}
     for j, text in enumerate(entry.questions):
         here = f"{field}[{j}]"
         if not text.strip():
@@ -166,7 +162,7 @@ def _check_phrasings(entry: KbEntry, settings: RetrievalSettings, where: str) ->
                 f"{here} is empty; drop it or write the phrasing", field=here
             )
         _check_length(text, settings.max_question_chars, "max_question_chars", here)
-        key = _phrasing_key(text)
+        key = phrasing_key(text)
         if key in seen:
             raise InvalidArgumentError(
                 f"{here} ({text[:40]!r}) repeats {seen[key]} (case and spaces aside); "

@@ -83,6 +83,7 @@ def query_from_proto(message: retrieval_pb2.SearchRequest, *, field: str = "") -
         top_k=message.top_k,
         mode=mode,
         rerank=message.rerank,
+        leave_out_own_phrasing=message.leave_out_own_phrasing,
     )
 
 

@@ -16,7 +16,7 @@ from ..ensemble import TUNED_FORMAT, TunedMatcher, current_tuned_dir, tuned_embe
 from ._certify import certifiable_traffic
 from ._pair_features import EntryTexts, PairFeatures, pair_features
 from ._split import TuneSplit, query_key, split_for_tuning
-from ._teach import TeachingPlan, normal_text, plan_teaching
+from ._teach import TeachingPlan, plan_teaching
 from ._tune import (
     TooLittleDataError,
     TuneConfig,
@@ -40,7 +40,6 @@ __all__ = [
     "check_enough",
     "config_record",
     "current_tuned_dir",
-    "normal_text",
     "pair_features",
     "plan_teaching",
     "query_key",

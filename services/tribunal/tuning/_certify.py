@@ -4,14 +4,16 @@ A calibrator certified on queries the encoder or its head was fitted on would se
 the confident scores of memorised queries, not those of new ones, and its bound
 would not hold. So, with a tuned matcher served:
 
-- traffic that *is* the tune's file (same sha256) is cut to the tune's held-out
-  part, by the split recorded in the artifact, plus its head part marked
-  ``fit_only``: those queries may fit the calibrator and plan the risk-control
-  test, never certify. The certificate's validity needs only the certify
-  queries to be unseen; fitting the calibrator on the head part (where the
-  matching head was fitted, so its scores there are slightly more confident
-  than on new queries) can only cost coverage, and it leaves every held-out
-  query free to certify or be reported;
+- traffic that *is* the tune's file (same sha256) keeps the tune's held-out part, by
+  the split recorded in the artifact, to certify on; every query the tune was fitted
+  on is marked ``fit_only``: it may fit the calibrator and plan the risk-control
+  test, never certify. The queries the tune taught (its train part) are also marked
+  ``taught``: their signals are observed with their own phrasing left out, so they
+  look like the new queries the calibrator will score (a taught query matched
+  against itself would score as a perfect match). The certificate's validity needs
+  only the certify queries to be unseen; what the calibrator is fitted on can only
+  cost or win coverage, and fitting it on the fit part leaves every held-out query
+  free to certify or be reported;
 - any other traffic is refused if it holds a single fit query (compared by
   normalised text, :func:`~._split.query_key`).
 """
@@ -50,22 +52,28 @@ def certifiable_traffic(
     if traffic.sha256 == tuned.manifest["traffic"]["sha256"]:
         heldout = set(split["heldout_keys"])
         head = set(split.get("head_keys", ()))  # tunes before head keys were recorded: none
+        # The train part, when it taught the KB and the encoder never trained on it (a
+        # fine-tuned encoder knows its train queries: their scores would flatter).
+        added = (tuned.manifest.get("teaching") or {}).get("phrasings_added", 0)
+        taught = fit - head if added and tuned.weights_unchanged else set()
         kept = tuple(
-            replace(q, fit_only=key in head)
+            replace(q, fit_only=key not in heldout, taught=key in taught)
             for q, key in zip(traffic.queries, keys, strict=True)
-            if key in heldout or key in head
+            if key in heldout or key in head or key in taught
         )
         fit_only = sum(1 for q in kept if q.fit_only)
         note = {
             "tuned_matcher": tuned.version,
             "traffic": (
-                "the tune's own file: its held-out part to certify, its head part "
-                "to fit the calibrator only"
+                "the tune's own file: its held-out part to certify, the queries it was "
+                "fitted on to fit the calibrator only (taught ones with their own phrasing "
+                "left out)"
                 if fit_only
                 else "the tune's own file: its held-out part only"
             ),
             "queries_dropped_as_fit": len(traffic) - len(kept),
             "fit_only": fit_only,
+            "taught": sum(1 for q in kept if q.taught),
         }
         return replace(traffic, queries=kept), note
     overlap = sum(1 for key in keys if key in fit)

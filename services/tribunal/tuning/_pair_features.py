@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from ..kb import phrasing_key
+
 if TYPE_CHECKING:
     from ..embedding import Embedder
 
@@ -60,12 +62,16 @@ def pair_features(
     embedder: Embedder,
     *,
     entry_embedder: Embedder | None = None,
+    leave_out_own: bool = False,
 ) -> PairFeatures:
     """Every :data:`~tribunal.ensemble.MATCH_FEATURES` value of every pair.
 
     ``entry_embedder`` (default: ``embedder``, the same model) embeds the entries' texts:
     one that keeps them in the KB's vector store, as the served matcher does, so that
-    the queries do not go there.
+    the queries do not go there. ``leave_out_own``: an entry's added phrasings with a
+    query's words (:func:`~tribunal.kb.phrasing_key`; never its first phrasing, the
+    question) do not count for that query — the features of a query the KB was taught,
+    as the served matcher sees it when the gateway leaves its own phrasing out.
     """
     from rapidfuzz import fuzz, process, utils
 
@@ -82,8 +88,27 @@ def pair_features(
     flat = [text for texts in phrasings for text in texts]
     both = [f"{text} {entries.answers[int(j)]}" for text, j in zip(flat, owner, strict=True)]
 
+    # (query, phrasing) pairs left out: the query's own added phrasings.
+    own: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+    if leave_out_own:
+        added: dict[str, list[int]] = {}
+        position = 0
+        for texts in phrasings:
+            for index, text in enumerate(texts):
+                if index:
+                    added.setdefault(phrasing_key(text), []).append(position + index)
+            position += len(texts)
+        pairs = [(i, p) for i, q in enumerate(queries) for p in added.get(phrasing_key(q), ())]
+        own = (
+            np.asarray([i for i, _ in pairs], dtype=np.int64),
+            np.asarray([p for _, p in pairs], dtype=np.int64),
+        )
+
     def by_entry(per_phrasing: NDArray[np.float64]) -> NDArray[np.float64]:
         # The best phrasing of each entry decides (the served matcher's maximum).
+        if own is not None:
+            per_phrasing = per_phrasing.copy()
+            per_phrasing[own] = -np.inf
         reduced = np.full((per_phrasing.shape[0], len(phrasings)), -np.inf)
         for j in range(len(phrasings)):
             reduced[:, j] = per_phrasing[:, owner == j].max(axis=1)

@@ -4,10 +4,12 @@ A certificate is valid only on queries that no fitted or selected thing has seen
 ``tribunal tune`` therefore cuts the traffic once, seeded and recorded in its
 artifact, into
 
-- a **fit** part: the encoder trains on ``train`` queries (with the KB's
-  phrasings), the matching head on ``head`` queries (embedded by the trained
-  encoder, so the head sees the scores new queries will get, not the scores of
-  queries the encoder memorised);
+- a **fit** part: ``train`` queries teach the KB (and train the encoder, when it is
+  fine-tuned). The matching head is fitted on them too, each with its own taught
+  phrasing left out, so it sees the scores a query the KB was not taught gets —
+  unless the encoder is fine-tuned: it would know those queries, so a ``head`` part
+  is kept apart for the head (embedded by the trained encoder, so the head sees the
+  scores new queries will get, not the scores of queries the encoder memorised);
 - a **held-out** part: never trained on, never used to select anything. The
   tune reports its AUROC before and after there, and ``tribunal calibrate``
   certifies only on it (the head part may fit the calibrator: see
@@ -45,7 +47,8 @@ class TuneSplit:
     train: tuple[int, ...]
     """The encoder trains on these."""
     head: tuple[int, ...]
-    """The matching head is fitted on these."""
+    """The matching head is fitted on these (none: on ``train``, leaving each query's own
+    phrasing out)."""
     heldout: tuple[int, ...]
     """Nothing is fitted or selected on these: the AUROC report, then calibration."""
     seed: int
@@ -86,14 +89,21 @@ def split_for_tuning(
     """Seeded split (``numpy.random.default_rng(seed)`` over units, cut by query count).
 
     Identical query texts (after normalisation) always share a part, so the same
-    question cannot be trained on and certified on.
+    question cannot be trained on and certified on. ``head_fraction`` 0: no head part.
 
     Raises:
-        InvalidArgumentError: a fraction outside (0, 1), or a part left empty.
+        InvalidArgumentError: a fraction outside its range ((0, 1); the head's [0, 1)), or
+            a part left empty.
     """
-    for name, value in (("heldout_fraction", heldout_fraction), ("head_fraction", head_fraction)):
-        if not 0.0 < value < 1.0:
-            raise InvalidArgumentError(f"{name} must be in (0, 1), got {value}", field=name)
+    if not 0.0 < heldout_fraction < 1.0:
+        raise InvalidArgumentError(
+            f"heldout_fraction must be in (0, 1), got {heldout_fraction}",
+            field="heldout_fraction",
+        )
+    if not 0.0 <= head_fraction < 1.0:
+        raise InvalidArgumentError(
+            f"head_fraction must be in [0, 1), got {head_fraction}", field="head_fraction"
+        )
     units: dict[str, list[int]] = {}
     by_text: dict[str, str] = {}
     for index, query in enumerate(queries):
@@ -120,7 +130,9 @@ def split_for_tuning(
     rows_of = {
         name: tuple(sorted(i for u in part for i in units[u])) for name, part in parts.items()
     }
-    empty = [name for name, rows in rows_of.items() if not rows]
+    empty = [
+        name for name, rows in rows_of.items() if not rows and (name != "head" or head_fraction)
+    ]
     if empty:
         raise InvalidArgumentError(
             f"the split left no queries in {', '.join(empty)}; label more traffic",

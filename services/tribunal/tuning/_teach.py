@@ -35,18 +35,13 @@ from numpy.typing import NDArray
 
 from ..confidence import Traffic
 from ..core import InvalidArgumentError
+from ..kb import phrasing_key
 from ._pair_features import EntryTexts
 from ._split import TuneSplit, query_key
 
-__all__ = ["TeachingPlan", "normal_text", "plan_teaching"]
+__all__ = ["TeachingPlan", "plan_teaching"]
 
 Embed = Callable[[list[str]], NDArray[Any]]
-
-
-def normal_text(text: str) -> str:
-    """Case and spacing normalised: two phrasings of the same words are one (as the KB's
-    own duplicate check and the phrasing links compare them)."""
-    return " ".join(text.split()).casefold()
 
 
 @dataclass(frozen=True)
@@ -165,7 +160,7 @@ def plan_teaching(
     _check_split(traffic, split)
     column = {entry_id: j for j, entry_id in enumerate(entries.ids)}
     phrasings = entries.all_phrasings()
-    known = [{normal_text(t) for t in texts} for texts in phrasings]
+    known = [{phrasing_key(t) for t in texts} for texts in phrasings]
     # ``questions`` beside ``question``: the KB's limit counts the extra phrasings.
     room = [max(0, max_questions_per_item - (len(texts) - 1)) for texts in phrasings]
     skipped = {"unanswerable": 0, "duplicate": 0, "too_long": 0, "over_limit": 0, "rejected": 0}
@@ -182,13 +177,13 @@ def plan_teaching(
             skipped["too_long"] += len(targets)
             continue
         for j in targets:
-            if normal_text(text) in known[j]:
+            if phrasing_key(text) in known[j]:
                 skipped["duplicate"] += 1
                 continue
-            if (entries.ids[j], normal_text(text)) in refused:
+            if (entries.ids[j], phrasing_key(text)) in refused:
                 skipped["rejected"] += 1
                 continue
-            known[j].add(normal_text(text))
+            known[j].add(phrasing_key(text))
             candidates.setdefault(j, []).append(text)
     added: list[tuple[str, str]] = []
     dropped: list[tuple[str, str]] = []

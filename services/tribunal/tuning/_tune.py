@@ -14,8 +14,10 @@
    highest: the confusion the tune must undo. The library's trainer runs the loop
    (progress with rate and ETA).
 5. The matching head — the feature matcher's logistic regression over the tuned
-   model's cosines and token-set ratio — is refitted on the head queries' pairs
-   (each with its right entries and the tuned model's top wrong ones).
+   model's cosines and token-set ratio — is refitted on the pairs (each query with its
+   right entries and the tuned model's top wrong ones) of the train queries, each
+   with its own taught phrasing left out; with an encoder fine-tune, of the head
+   queries kept apart instead.
 6. AUROC and top-1 accuracy before (the matcher served now, on the KB before
    teaching) and after, on the held-out queries, which nothing above touched.
 """
@@ -60,10 +62,15 @@ class TooLittleDataError(InvalidArgumentError):
 class TuneConfig:
     """How to tune (recorded in the artifact)."""
 
-    heldout_fraction: float = 0.3
-    """Share of the queries never trained on: the AUROC report, then calibration."""
-    head_fraction: float = 0.25
-    """Share of the fit queries that fit the matching head, not the encoder."""
+    heldout_fraction: float | None = None
+    """Share of the queries never fitted on: the AUROC report, then what ``tribunal
+    calibrate`` certifies on. None: 0.5 without an encoder fine-tune, 0.3 with one (whose
+    head part takes a quarter of the rest): the train part is about half either way."""
+    head_fraction: float | None = None
+    """Share of the fit queries kept apart to fit the matching head. None: 0 without an
+    encoder fine-tune — the head is fitted on the train queries, each with its own taught
+    phrasing left out, so it sees the scores of a query the KB was not taught — and 0.25
+    with one (a fine-tuned encoder knows its train queries)."""
     seed: int = 0
     """Seed of the split and of the trainer."""
     epochs: float = 0.0
@@ -83,11 +90,38 @@ class TuneConfig:
     negatives_per_query: int = 5
     """Wrong entries per query in the head's fit pairs and the AUROC pairs."""
 
+    @property
+    def heldout_share(self) -> float:
+        """:attr:`heldout_fraction` with its default resolved."""
+        if self.heldout_fraction is not None:
+            return self.heldout_fraction
+        return 0.3 if self.epochs > 0 else 0.5
+
+    @property
+    def head_share(self) -> float:
+        """:attr:`head_fraction` with its default resolved."""
+        if self.head_fraction is not None:
+            return self.head_fraction
+        return 0.25 if self.epochs > 0 else 0.0
+
     def __post_init__(self) -> None:
-        for name in ("heldout_fraction", "head_fraction"):
-            value = getattr(self, name)
-            if not 0.0 < value < 1.0:
-                raise InvalidArgumentError(f"{name} must be in (0, 1), got {value}", field=name)
+        if self.heldout_fraction is not None and not 0.0 < self.heldout_fraction < 1.0:
+            raise InvalidArgumentError(
+                f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}",
+                field="heldout_fraction",
+            )
+        if self.head_fraction is not None and not 0.0 <= self.head_fraction < 1.0:
+            raise InvalidArgumentError(
+                f"head_fraction must be in [0, 1), got {self.head_fraction}",
+                field="head_fraction",
+            )
+        if self.epochs > 0 and self.head_fraction == 0.0:
+            raise InvalidArgumentError(
+                "an encoder fine-tune needs a head part (the fine-tuned encoder knows its "
+                "train queries, so the head cannot be fitted on them): give head_fraction > 0 "
+                "or leave it unset (0.25)",
+                field="head_fraction",
+            )
         if not (self.epochs >= 0 and self.batch_size >= 2 and self.learning_rate > 0):
             raise InvalidArgumentError(
                 "epochs must be >= 0 (0: no encoder fine-tune), learning rate > 0 and "
@@ -365,8 +399,8 @@ def tune_matcher(
     if split is None:
         split = split_for_tuning(
             traffic.queries,
-            heldout_fraction=config.heldout_fraction,
-            head_fraction=config.head_fraction,
+            heldout_fraction=config.heldout_share,
+            head_fraction=config.head_share,
             seed=config.seed,
         )
     check_enough(traffic, split, entries, config)
@@ -404,14 +438,22 @@ def tune_matcher(
         store=base_vectors if config.epochs <= 0 else None,  # fine-tuned: not the base's
     )
 
-    head_queries = [traffic.queries[i].query for i in split.head]
-    head_features = pair_features(head_queries, entries, tuned, entry_embedder=tuned_entries)
+    # No head part: the head fits on the train queries as new queries would look, each
+    # without the phrasing it taught (the encoder was not trained on them).
+    head_rows, part = (split.head, "head") if split.head else (split.train, "train, left out")
+    head_features = pair_features(
+        [traffic.queries[i].query for i in head_rows],
+        entries,
+        tuned,
+        entry_embedder=tuned_entries,
+        leave_out_own=not split.head,
+    )
     head = _fit_head(
         head_features,
-        _answer_matrix(traffic, split.head, entries),
+        _answer_matrix(traffic, head_rows, entries),
         tuned.name,
         config,
-        {"traffic_sha256": traffic.sha256, "part": "head", "queries": len(split.head)},
+        {"traffic_sha256": traffic.sha256, "part": part, "queries": len(head_rows)},
     )
     after_features = pair_features(heldout_queries, entries, tuned, entry_embedder=tuned_entries)
     # One fixed set of held-out pairs for both: the right entries and the top wrong

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from tribunal.v1 import common_pb2 as tribunal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btribunal/v1/retrieval.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\"A\n\x0cSignedRecord\x12\x0e\n\x06record\x18\x01 \x01(\x0c\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x11\n\tsignature\x18\x03 \x01(\x0c\"M\n\x0bSignRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12*\n\x07records\x18\x02 \x03(\x0b\x32\x19.tribunal.v1.SignedRecord\"-\n\x0cSignResponse\x12\x0e\n\x06stored\x18\x01 \x01(\x05\x12\r\n\x05stale\x18\x02 \x01(\x05\"\x8c\x01\n\rSearchRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05top_k\x18\x03 \x01(\x05\x12%\n\x04mode\x18\x04 \x01(\x0e\x32\x17.tribunal.v1.SearchMode\x12\x0e\n\x06rerank\x18\x05 \x01(\x08\x12\x12\n\nrequest_id\x18\x06 \x01(\t\"\xec\x02\n\x11\x45ntryVerification\x12\x31\n\x07verdict\x18\x01 \x01(\x0e\x32 .tribunal.v1.VerificationVerdict\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x1a\n\x12\x65ntailed_chunk_ids\x18\x03 \x03(\t\x12\x17\n\x0f\x63hecker_version\x18\x04 \x01(\t\x12\x0e\n\x06models\x18\x05 \x03(\t\x12\x15\n\ranswer_sha256\x18\x06 \x01(\t\x12\x14\n\x0c\x65ntry_sha256\x18\x07 \x01(\t\x12\x13\n\x0bverified_at\x18\x08 \x01(\t\x12\x0e\n\x06\x63laims\x18\t \x01(\x05\x12H\n\x0e\x63hunk_p_entail\x18\n \x03(\x0b\x32\x30.tribunal.v1.EntryVerification.ChunkPEntailEntry\x1a\x33\n\x11\x43hunkPEntailEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\xcc\x03\n\tSearchHit\x12#\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x14.tribunal.v1.KbEntry\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x0c\n\x04rank\x18\x03 \x01(\x05\x12\x18\n\x0b\x64\x65nse_score\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\ndense_rank\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x0csparse_score\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x18\n\x0bsparse_rank\x18\x07 \x01(\x05H\x03\x88\x01\x01\x12\x19\n\x0crerank_score\x18\x08 \x01(\x01H\x04\x88\x01\x01\x12\x18\n\x10matched_chunk_id\x18\t \x01(\t\x12\x34\n\x0cverification\x18\n \x01(\x0b\x32\x1e.tribunal.v1.EntryVerification\x12)\n\x06served\x18\x0b \x01(\x0b\x32\x19.tribunal.v1.SignedRecord\x12\x1b\n\x0eneighbour_vote\x18\x0c \x01(\x01H\x05\x88\x01\x01\x42\x0e\n\x0c_dense_scoreB\r\n\x0b_dense_rankB\x0f\n\r_sparse_scoreB\x0e\n\x0c_sparse_rankB\x0f\n\r_rerank_scoreB\x11\n\x0f_neighbour_vote\"\xed\x01\n\x0eSearchResponse\x12$\n\x04hits\x18\x01 \x03(\x0b\x32\x16.tribunal.v1.SearchHit\x12,\n\tlatencies\x18\x02 \x03(\x0b\x32\x19.tribunal.v1.StageLatency\x12\x12\n\nkb_version\x18\x03 \x01(\x03\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12\x1a\n\x12kb_content_version\x18\x10 \x01(\t\x12*\n\x07kb_head\x18\x11 \x01(\x0b\x32\x19.tribunal.v1.SignedRecord\x12\x17\n\x0fretrieval_model\x18\x12 \x01(\t\"B\n\x12\x42\x61tchSearchRequest\x12,\n\x08searches\x18\x01 \x03(\x0b\x32\x1a.tribunal.v1.SearchRequest\"C\n\x13\x42\x61tchSearchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.tribunal.v1.SearchResponse\"\x95\x01\n\rUpsertRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12%\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x14.tribunal.v1.KbEntry\x12\x19\n\x11\x63reate_collection\x18\x03 \x01(\x08\x12\x1b\n\x0eself_evidenced\x18\x04 \x01(\x08H\x00\x88\x01\x01\x42\x11\n\x0f_self_evidenced\"\xd4\x01\n\x0eUpsertResponse\x12\x10\n\x08upserted\x18\x01 \x01(\x05\x12\x15\n\rtotal_entries\x18\x02 \x01(\x03\x12\x10\n\x08verified\x18\x03 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x05\x12\x12\n\nunverified\x18\x05 \x01(\x05\x12\x13\n\x0bno_evidence\x18\x06 \x01(\x05\x12\x0e\n\x06\x63\x61\x63hed\x18\x07 \x01(\x05\x12\x12\n\nkb_version\x18\x10 \x01(\x03\x12*\n\x07to_sign\x18\x11 \x03(\x0b\x32\x19.tribunal.v1.SignedRecord\"0\n\rDeleteRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\"v\n\x0e\x44\x65leteResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x05\x12\x13\n\x0bmissing_ids\x18\x02 \x03(\t\x12\x12\n\nkb_version\x18\x10 \x01(\x03\x12*\n\x07to_sign\x18\x11 \x03(\x0b\x32\x19.tribunal.v1.SignedRecord\"\"\n\x0cStatsRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\"\x9a\x01\n\x0f\x43ollectionStats\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x65ntries\x18\x02 \x01(\x03\x12\x0e\n\x06\x63hunks\x18\x03 \x01(\x03\x12\x12\n\nindex_type\x18\x04 \x01(\t\x12\x11\n\tdimension\x18\x05 \x01(\x05\x12\x10\n\x08\x65mbedder\x18\x06 \x01(\t\x12\x0b\n\x03gpu\x18\x07 \x01(\x08\x12\x12\n\nload_error\x18\x08 \x01(\t\"B\n\rStatsResponse\x12\x31\n\x0b\x63ollections\x18\x01 \x03(\x0b\x32\x1c.tribunal.v1.CollectionStats*p\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x15\n\x11SEARCH_MODE_DENSE\x10\x02\x12\x16\n\x12SEARCH_MODE_SPARSE\x10\x03*\xf3\x01\n\x13VerificationVerdict\x12$\n VERIFICATION_VERDICT_UNSPECIFIED\x10\x00\x12#\n\x1fVERIFICATION_VERDICT_UNVERIFIED\x10\x01\x12!\n\x1dVERIFICATION_VERDICT_VERIFIED\x10\x02\x12\x1f\n\x1bVERIFICATION_VERDICT_FAILED\x10\x03\x12$\n VERIFICATION_VERDICT_NO_EVIDENCE\x10\x04\x12\'\n#VERIFICATION_VERDICT_SELF_EVIDENCED\x10\x05\x32\xaa\x03\n\x10RetrievalService\x12\x41\n\x06Search\x12\x1a.tribunal.v1.SearchRequest\x1a\x1b.tribunal.v1.SearchResponse\x12P\n\x0b\x42\x61tchSearch\x12\x1f.tribunal.v1.BatchSearchRequest\x1a .tribunal.v1.BatchSearchResponse\x12\x41\n\x06Upsert\x12\x1a.tribunal.v1.UpsertRequest\x1a\x1b.tribunal.v1.UpsertResponse\x12\x41\n\x06\x44\x65lete\x12\x1a.tribunal.v1.DeleteRequest\x1a\x1b.tribunal.v1.DeleteResponse\x12>\n\x05Stats\x12\x19.tribunal.v1.StatsRequest\x1a\x1a.tribunal.v1.StatsResponse\x12;\n\x04Sign\x12\x18.tribunal.v1.SignRequest\x1a\x19.tribunal.v1.SignResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btribunal/v1/retrieval.proto\x12\x0btribunal.v1\x1a\x18tribunal/v1/common.proto\"A\n\x0cSignedRecord\x12\x0e\n\x06record\x18\x01 \x01(\x0c\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x11\n\tsignature\x18\x03 \x01(\x0c\"M\n\x0bSignRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12*\n\x07records\x18\x02 \x03(\x0b\x32\x19.tribunal.v1.SignedRecord\"-\n\x0cSignResponse\x12\x0e\n\x06stored\x18\x01 \x01(\x05\x12\r\n\x05stale\x18\x02 \x01(\x05\"\xac\x01\n\rSearchRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05top_k\x18\x03 \x01(\x05\x12%\n\x04mode\x18\x04 \x01(\x0e\x32\x17.tribunal.v1.SearchMode\x12\x0e\n\x06rerank\x18\x05 \x01(\x08\x12\x12\n\nrequest_id\x18\x06 \x01(\t\x12\x1e\n\x16leave_out_own_phrasing\x18\x07 \x01(\x08\"\xec\x02\n\x11\x45ntryVerification\x12\x31\n\x07verdict\x18\x01 \x01(\x0e\x32 .tribunal.v1.VerificationVerdict\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x1a\n\x12\x65ntailed_chunk_ids\x18\x03 \x03(\t\x12\x17\n\x0f\x63hecker_version\x18\x04 \x01(\t\x12\x0e\n\x06models\x18\x05 \x03(\t\x12\x15\n\ranswer_sha256\x18\x06 \x01(\t\x12\x14\n\x0c\x65ntry_sha256\x18\x07 \x01(\t\x12\x13\n\x0bverified_at\x18\x08 \x01(\t\x12\x0e\n\x06\x63laims\x18\t \x01(\x05\x12H\n\x0e\x63hunk_p_entail\x18\n \x03(\x0b\x32\x30.tribunal.v1.EntryVerification.ChunkPEntailEntry\x1a\x33\n\x11\x43hunkPEntailEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\xcc\x03\n\tSearchHit\x12#\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x14.tribunal.v1.KbEntry\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x0c\n\x04rank\x18\x03 \x01(\x05\x12\x18\n\x0b\x64\x65nse_score\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\ndense_rank\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x0csparse_score\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x18\n\x0bsparse_rank\x18\x07 \x01(\x05H\x03\x88\x01\x01\x12\x19\n\x0crerank_score\x18\x08 \x01(\x01H\x04\x88\x01\x01\x12\x18\n\x10matched_chunk_id\x18\t \x01(\t\x12\x34\n\x0cverification\x18\n \x01(\x0b\x32\x1e.tribunal.v1.EntryVerification\x12)\n\x06served\x18\x0b \x01(\x0b\x32\x19.tribunal.v1.SignedRecord\x12\x1b\n\x0eneighbour_vote\x18\x0c \x01(\x01H\x05\x88\x01\x01\x42\x0e\n\x0c_dense_scoreB\r\n\x0b_dense_rankB\x0f\n\r_sparse_scoreB\x0e\n\x0c_sparse_rankB\x0f\n\r_rerank_scoreB\x11\n\x0f_neighbour_vote\"\xed\x01\n\x0eSearchResponse\x12$\n\x04hits\x18\x01 \x03(\x0b\x32\x16.tribunal.v1.SearchHit\x12,\n\tlatencies\x18\x02 \x03(\x0b\x32\x19.tribunal.v1.StageLatency\x12\x12\n\nkb_version\x18\x03 \x01(\x03\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12\x1a\n\x12kb_content_version\x18\x10 \x01(\t\x12*\n\x07kb_head\x18\x11 \x01(\x0b\x32\x19.tribunal.v1.SignedRecord\x12\x17\n\x0fretrieval_model\x18\x12 \x01(\t\"B\n\x12\x42\x61tchSearchRequest\x12,\n\x08searches\x18\x01 \x03(\x0b\x32\x1a.tribunal.v1.SearchRequest\"C\n\x13\x42\x61tchSearchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.tribunal.v1.SearchResponse\"\x95\x01\n\rUpsertRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12%\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x14.tribunal.v1.KbEntry\x12\x19\n\x11\x63reate_collection\x18\x03 \x01(\x08\x12\x1b\n\x0eself_evidenced\x18\x04 \x01(\x08H\x00\x88\x01\x01\x42\x11\n\x0f_self_evidenced\"\xd4\x01\n\x0eUpsertResponse\x12\x10\n\x08upserted\x18\x01 \x01(\x05\x12\x15\n\rtotal_entries\x18\x02 \x01(\x03\x12\x10\n\x08verified\x18\x03 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x05\x12\x12\n\nunverified\x18\x05 \x01(\x05\x12\x13\n\x0bno_evidence\x18\x06 \x01(\x05\x12\x0e\n\x06\x63\x61\x63hed\x18\x07 \x01(\x05\x12\x12\n\nkb_version\x18\x10 \x01(\x03\x12*\n\x07to_sign\x18\x11 \x03(\x0b\x32\x19.tribunal.v1.SignedRecord\"0\n\rDeleteRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\"v\n\x0e\x44\x65leteResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x05\x12\x13\n\x0bmissing_ids\x18\x02 \x03(\t\x12\x12\n\nkb_version\x18\x10 \x01(\x03\x12*\n\x07to_sign\x18\x11 \x03(\x0b\x32\x19.tribunal.v1.SignedRecord\"\"\n\x0cStatsRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\"\x9a\x01\n\x0f\x43ollectionStats\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x65ntries\x18\x02 \x01(\x03\x12\x0e\n\x06\x63hunks\x18\x03 \x01(\x03\x12\x12\n\nindex_type\x18\x04 \x01(\t\x12\x11\n\tdimension\x18\x05 \x01(\x05\x12\x10\n\x08\x65mbedder\x18\x06 \x01(\t\x12\x0b\n\x03gpu\x18\x07 \x01(\x08\x12\x12\n\nload_error\x18\x08 \x01(\t\"B\n\rStatsResponse\x12\x31\n\x0b\x63ollections\x18\x01 \x03(\x0b\x32\x1c.tribunal.v1.CollectionStats*p\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x15\n\x11SEARCH_MODE_DENSE\x10\x02\x12\x16\n\x12SEARCH_MODE_SPARSE\x10\x03*\xf3\x01\n\x13VerificationVerdict\x12$\n VERIFICATION_VERDICT_UNSPECIFIED\x10\x00\x12#\n\x1fVERIFICATION_VERDICT_UNVERIFIED\x10\x01\x12!\n\x1dVERIFICATION_VERDICT_VERIFIED\x10\x02\x12\x1f\n\x1bVERIFICATION_VERDICT_FAILED\x10\x03\x12$\n VERIFICATION_VERDICT_NO_EVIDENCE\x10\x04\x12\'\n#VERIFICATION_VERDICT_SELF_EVIDENCED\x10\x05\x32\xaa\x03\n\x10RetrievalService\x12\x41\n\x06Search\x12\x1a.tribunal.v1.SearchRequest\x1a\x1b.tribunal.v1.SearchResponse\x12P\n\x0b\x42\x61tchSearch\x12\x1f.tribunal.v1.BatchSearchRequest\x1a .tribunal.v1.BatchSearchResponse\x12\x41\n\x06Upsert\x12\x1a.tribunal.v1.UpsertRequest\x1a\x1b.tribunal.v1.UpsertResponse\x12\x41\n\x06\x44\x65lete\x12\x1a.tribunal.v1.DeleteRequest\x1a\x1b.tribunal.v1.DeleteResponse\x12>\n\x05Stats\x12\x19.tribunal.v1.StatsRequest\x1a\x1a.tribunal.v1.StatsResponse\x12;\n\x04Sign\x12\x18.tribunal.v1.SignRequest\x1a\x19.tribunal.v1.SignResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,10 +34,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ENTRYVERIFICATION_CHUNKPENTAILENTRY']._loaded_options = None
   _globals['_ENTRYVERIFICATION_CHUNKPENTAILENTRY']._serialized_options = b'8\001'
-  _globals['_SEARCHMODE']._serialized_start=2411
-  _globals['_SEARCHMODE']._serialized_end=2523
-  _globals['_VERIFICATIONVERDICT']._serialized_start=2526
-  _globals['_VERIFICATIONVERDICT']._serialized_end=2769
+  _globals['_SEARCHMODE']._serialized_start=2443
+  _globals['_SEARCHMODE']._serialized_end=2555
+  _globals['_VERIFICATIONVERDICT']._serialized_start=2558
+  _globals['_VERIFICATIONVERDICT']._serialized_end=2801
   _globals['_SIGNEDRECORD']._serialized_start=70
   _globals['_SIGNEDRECORD']._serialized_end=135
   _globals['_SIGNREQUEST']._serialized_start=137
@@ -45,33 +45,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SIGNRESPONSE']._serialized_start=216
   _globals['_SIGNRESPONSE']._serialized_end=261
   _globals['_SEARCHREQUEST']._serialized_start=264
-  _globals['_SEARCHREQUEST']._serialized_end=404
-  _globals['_ENTRYVERIFICATION']._serialized_start=407
-  _globals['_ENTRYVERIFICATION']._serialized_end=771
-  _globals['_ENTRYVERIFICATION_CHUNKPENTAILENTRY']._serialized_start=720
-  _globals['_ENTRYVERIFICATION_CHUNKPENTAILENTRY']._serialized_end=771
-  _globals['_SEARCHHIT']._serialized_start=774
-  _globals['_SEARCHHIT']._serialized_end=1234
-  _globals['_SEARCHRESPONSE']._serialized_start=1237
-  _globals['_SEARCHRESPONSE']._serialized_end=1474
-  _globals['_BATCHSEARCHREQUEST']._serialized_start=1476
-  _globals['_BATCHSEARCHREQUEST']._serialized_end=1542
-  _globals['_BATCHSEARCHRESPONSE']._serialized_start=1544
-  _globals['_BATCHSEARCHRESPONSE']._serialized_end=1611
-  _globals['_UPSERTREQUEST']._serialized_start=1614
-  _globals['_UPSERTREQUEST']._serialized_end=1763
-  _globals['_UPSERTRESPONSE']._serialized_start=1766
-  _globals['_UPSERTRESPONSE']._serialized_end=1978
-  _globals['_DELETEREQUEST']._serialized_start=1980
-  _globals['_DELETEREQUEST']._serialized_end=2028
-  _globals['_DELETERESPONSE']._serialized_start=2030
-  _globals['_DELETERESPONSE']._serialized_end=2148
-  _globals['_STATSREQUEST']._serialized_start=2150
-  _globals['_STATSREQUEST']._serialized_end=2184
-  _globals['_COLLECTIONSTATS']._serialized_start=2187
-  _globals['_COLLECTIONSTATS']._serialized_end=2341
-  _globals['_STATSRESPONSE']._serialized_start=2343
-  _globals['_STATSRESPONSE']._serialized_end=2409
-  _globals['_RETRIEVALSERVICE']._serialized_start=2772
-  _globals['_RETRIEVALSERVICE']._serialized_end=3198
+  _globals['_SEARCHREQUEST']._serialized_end=436
+  _globals['_ENTRYVERIFICATION']._serialized_start=439
+  _globals['_ENTRYVERIFICATION']._serialized_end=803
+  _globals['_ENTRYVERIFICATION_CHUNKPENTAILENTRY']._serialized_start=752
+  _globals['_ENTRYVERIFICATION_CHUNKPENTAILENTRY']._serialized_end=803
+  _globals['_SEARCHHIT']._serialized_start=806
+  _globals['_SEARCHHIT']._serialized_end=1266
+  _globals['_SEARCHRESPONSE']._serialized_start=1269
+  _globals['_SEARCHRESPONSE']._serialized_end=1506
+  _globals['_BATCHSEARCHREQUEST']._serialized_start=1508
+  _globals['_BATCHSEARCHREQUEST']._serialized_end=1574
+  _globals['_BATCHSEARCHRESPONSE']._serialized_start=1576
+  _globals['_BATCHSEARCHRESPONSE']._serialized_end=1643
+  _globals['_UPSERTREQUEST']._serialized_start=1646
+  _globals['_UPSERTREQUEST']._serialized_end=1795
+  _globals['_UPSERTRESPONSE']._serialized_start=1798
+  _globals['_UPSERTRESPONSE']._serialized_end=2010
+  _globals['_DELETEREQUEST']._serialized_start=2012
+  _globals['_DELETEREQUEST']._serialized_end=2060
+  _globals['_DELETERESPONSE']._serialized_start=2062
+  _globals['_DELETERESPONSE']._serialized_end=2180
+  _globals['_STATSREQUEST']._serialized_start=2182
+  _globals['_STATSREQUEST']._serialized_end=2216
+  _globals['_COLLECTIONSTATS']._serialized_start=2219
+  _globals['_COLLECTIONSTATS']._serialized_end=2373
+  _globals['_STATSRESPONSE']._serialized_start=2375
+  _globals['_STATSRESPONSE']._serialized_end=2441
+  _globals['_RETRIEVALSERVICE']._serialized_start=2804
+  _globals['_RETRIEVALSERVICE']._serialized_end=3230
 # @@protoc_insertion_point(module_scope)

@@ -61,20 +61,22 @@ class SignResponse(_message.Message):
     def __init__(self, stored: _Optional[int] = ..., stale: _Optional[int] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("collection", "query", "top_k", "mode", "rerank", "request_id")
+    __slots__ = ("collection", "query", "top_k", "mode", "rerank", "request_id", "leave_out_own_phrasing")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    LEAVE_OUT_OWN_PHRASING_FIELD_NUMBER: _ClassVar[int]
     collection: str
     query: str
     top_k: int
     mode: SearchMode
     rerank: bool
     request_id: str
-    def __init__(self, collection: _Optional[str] = ..., query: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ..., request_id: _Optional[str] = ...) -> None: ...
+    leave_out_own_phrasing: bool
+    def __init__(self, collection: _Optional[str] = ..., query: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ..., request_id: _Optional[str] = ..., leave_out_own_phrasing: _Optional[bool] = ...) -> None: ...
 
 class EntryVerification(_message.Message):
     __slots__ = ("verdict", "reason", "entailed_chunk_ids", "checker_version", "models", "answer_sha256", "entry_sha256", "verified_at", "claims", "chunk_p_entail")
