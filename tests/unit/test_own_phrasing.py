@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from tribunal.commands._calibration_signals import read_signals, write_signals
-from tribunal.confidence import CalibrationBinding, LabelledQuery, Traffic
+from tribunal.confidence import CalibrationBinding, LabelledQuery, Traffic, read_traffic
 from tribunal.core import InvalidArgumentError
 from tribunal.gateway._candidates import without_own_phrasing
 from tribunal.kb import phrasing_key
@@ -57,3 +57,21 @@ def test_signals_recorded_plainly_are_not_read_for_taught_rows(tmp_path: Path) -
     assert read_signals(path, traffic(False))[1] == binding
     with pytest.raises(InvalidArgumentError, match="recorded for other queries"):
         read_signals(path, traffic(True))
+
+
+def test_a_traffic_file_may_mark_taught_rows_which_then_never_certify(tmp_path: Path) -> None:
+    path = tmp_path / "traffic.jsonl"
+    path.write_text(
+        '{"query": "card not here", "answers": ["card"], "taught": true}\n'
+        '{"query": "new pin", "answers": ["pin"]}\n'
+    )
+    taught, plain = read_traffic(path).queries
+    assert (taught.taught, taught.fit_only, plain.taught, plain.fit_only) == (
+        True,
+        True,
+        False,
+        False,
+    )
+    path.write_text('{"query": "card not here", "answers": ["card"], "taught": "yes"}\n')
+    with pytest.raises(InvalidArgumentError, match="'taught' must be true or false"):
+        read_traffic(path)

@@ -7,9 +7,11 @@ conditions of one KB:
 - **phrased**: several phrasings per entry, the shipped matcher;
 - **taught**: the phrased KB (COVID: the one-phrasing FAQ) with ``tribunal tune
   --encoder-epochs 0`` run on the traffic: its train part's queries become phrasings
-  of their entries (approved phrasing links) and the matching head is refitted on its
-  head part; calibration then uses the tune's held-out part only, as ``tribunal
-  calibrate`` does;
+  of their entries (approved phrasing links) and the matching head is refitted on
+  them, each with its own phrasing left out; calibration then certifies on the tune's
+  held-out part only and fits the calibrator on the train part observed the same way,
+  as ``tribunal calibrate`` does (``--tune-heldout-fraction 0.3 --tune-head-fraction
+  0.25``: the split with a head part kept apart);
 - **tuned**: the same with the encoder also fine-tuned (``--epochs``, default 1).
 
 Each step is the product's own code: ingestion into a collection of a fresh data
@@ -346,6 +348,7 @@ def _condition(
             [
                 {"query": q.query, "answers": sorted(q.answers)}
                 | ({"fit_only": True} if q.fit_only else {})
+                | ({"taught": True} if q.taught else {})
                 for q in traffic.queries
             ],
         )

@@ -17,8 +17,9 @@ in (0, 1] says the query was drawn with inclusion probability π_floor / weight 
 reviewed live audits: ``tribunal calibrate --from-audit``); a file with weights is
 certified by the inverse-probability-weighted test (:mod:`._weighted`), which needs a
 weight on every row. An optional ``fit_only: true`` marks a query an earlier step
-was fitted on (a tune's head part): it may fit the calibrator, never certify or be
-reported. Other keys are ignored.
+was fitted on (a tune's fit part): it may fit the calibrator, never certify or be
+reported; ``taught: true`` (implying ``fit_only``) marks one a tune taught the KB, whose
+signals are observed with its own phrasing left out. Other keys are ignored.
 """
 
 from __future__ import annotations
@@ -142,13 +143,20 @@ def read_traffic(path: Path) -> Traffic:
             raise InvalidArgumentError(
                 f"{where}: 'weight' must be a number in (0, 1] (pi_floor / pi)", field="weight"
             )
-        fit_only = row.get("fit_only", False)
-        if not isinstance(fit_only, bool):
-            raise InvalidArgumentError(
-                f"{where}: 'fit_only' must be true or false", field="fit_only"
-            )
+        flags = {name: row.get(name, False) for name in ("fit_only", "taught")}
+        for name, value in flags.items():
+            if not isinstance(value, bool):
+                raise InvalidArgumentError(f"{where}: '{name}' must be true or false", field=name)
         queries.append(
-            LabelledQuery(query, ids, _group(row, query), float(weight), fit_only=fit_only)
+            LabelledQuery(
+                query,
+                ids,
+                _group(row, query),
+                float(weight),
+                # A taught query was fitted on: it never certifies.
+                fit_only=flags["fit_only"] or flags["taught"],
+                taught=flags["taught"],
+            )
         )
     if not queries:
         raise InvalidArgumentError(f"{path} holds no queries", field="traffic")
