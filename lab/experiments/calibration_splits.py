@@ -51,11 +51,14 @@ def _variant(traffic: Traffic, observed: list[Any], args: argparse.Namespace) ->
     return traffic, observed
 
 
-def _on_test(result: Any, test: Traffic, test_observed: list[Any]) -> dict[float, tuple[int, int]]:
-    """Per α certified: (answered, wrong) on the test split."""
+def _on_test(result: Any, test: Traffic, test_observed: list[Any]) -> dict[Any, Any]:
+    """Per α certified: (answered, wrong) on the test split; under ``"auroc"``, how well
+    the served confidence ranks the test queries' decisions (right above wrong)."""
+    from sklearn.metrics import roc_auc_score
+
     rows = np.arange(len(test), dtype=np.int64)
     confidence, right, _ = decisions(result.artifact.calibrator, test, test_observed, rows)
-    out = {}
+    out: dict[Any, Any] = {"auroc": float(roc_auc_score(right, confidence))}
     for threshold in result.artifact.thresholds:
         if threshold.threshold is not None:
             outcome = acceptance_outcome(confidence, right, threshold.threshold)
@@ -136,6 +139,7 @@ def main() -> int:
     test = read_traffic(args.test) if args.test else None
     test_observed = read_signals(args.test_signals, test)[0] if test is not None else []
     per_alpha: dict[float, list[dict[str, Any]]] = {a: [] for a in args.alpha}
+    test_auroc: list[float] = []
     for seed in range(args.seeds):
         config = CalibrationConfig(
             alphas=tuple(args.alpha),
@@ -147,6 +151,8 @@ def main() -> int:
         )
         result = calibrate(traffic, observed, config, binding)
         tested = _on_test(result, test, test_observed) if test is not None else {}
+        if "auroc" in tested:
+            test_auroc.append(tested["auroc"])
         for item in result.report["per_alpha"]:
             per_alpha[item["alpha"]].append(
                 {"seed": seed, **item, "test": tested.get(item["alpha"])}
@@ -161,6 +167,12 @@ def main() -> int:
     }
     for alpha, rows in per_alpha.items():
         summary["alphas"][str(alpha)] = _summarise(alpha, rows, test, args.seeds)
+    if test_auroc:
+        summary["test_auroc"] = {"first_split": test_auroc[0], "mean": float(np.mean(test_auroc))}
+        print(
+            f"served confidence on the test split: AUROC {test_auroc[0]:.3f} (split 0), "
+            f"{np.mean(test_auroc):.3f} (mean)"
+        )
     if args.out is not None:
         args.out.write_text(json.dumps(summary, indent=2) + "\n")
     return 0
