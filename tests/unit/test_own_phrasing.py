@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 from tribunal.commands._calibration_signals import read_signals, write_signals
-from tribunal.confidence import CalibrationBinding, LabelledQuery, Traffic, read_traffic
+from tribunal.confidence import LabelledQuery, Traffic, read_traffic
 from tribunal.core import InvalidArgumentError
 from tribunal.gateway._candidates import without_own_phrasing
 from tribunal.kb import phrasing_key
 from tribunal.v1 import retrieval_pb2
+
+from tests.unit._confidence_data import BINDING
 
 
 def _hit() -> retrieval_pb2.SearchHit:
@@ -43,18 +45,9 @@ def test_signals_recorded_plainly_are_not_read_for_taught_rows(tmp_path: Path) -
         rows = (LabelledQuery("card not here", frozenset({"card"}), "row:0", taught=taught),)
         return Traffic(rows, sha256="5" * 64, source="traffic.jsonl")
 
-    binding = CalibrationBinding(
-        collection="bank",
-        collection_version="kb-1",
-        entries=1,
-        matcher="features:mf-1",
-        embedder="all-minilm-l6-v2",
-        profile="tiny",
-        candidates=2,
-    )
     path = tmp_path / "signals.jsonl"
-    write_signals(path, traffic(False), [[]], binding)
-    assert read_signals(path, traffic(False))[1] == binding
+    write_signals(path, traffic(False), [[]], BINDING)
+    assert read_signals(path, traffic(False))[1] == BINDING
     with pytest.raises(InvalidArgumentError, match="recorded for other queries"):
         read_signals(path, traffic(True))
 
