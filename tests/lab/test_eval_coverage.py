@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from tribunal.confidence import queries_to_certify
-from tribunal.kb import KbEntry
+from tribunal.kb import KbEntry, phrasing_key
 from tribunal_lab.evaluation._coverage_domains import (
     banking77_domain,
     intent_answer,
@@ -190,3 +190,19 @@ def test_by_answer_set_regroups_answerable_rows_and_leaves_the_rest(tmp_path: Pa
     regrouped = [q.group for q in by_answer_set(traffic).queries]
     assert regrouped[0] == regrouped[1] == "answers:e1"
     assert regrouped[2:] == [q.group for q in traffic.queries[2:]]
+
+
+def test_a_query_repeated_up_to_case_and_spacing_is_one_phrasing(tmp_path: Path) -> None:
+    rows = [{"query": f"train {i}", "intent": "intent_0"} for i in range(3)]
+    rows += [
+        {"query": "Where can I withdraw money?", "intent": "intent_0"},
+        {"query": "\nwhere can I  withdraw money?", "intent": "intent_0"},
+        {"query": "other", "intent": "intent_1"},
+    ]
+    _write(tmp_path / "train.jsonl", rows)
+    _write(tmp_path / "test.jsonl", [{"query": "test", "intent": "intent_0"}])
+    domain = banking77_domain(tmp_path, seed=0, traffic_size=1, heldout_intents=1, phrasings=5)
+    for entry in domain.phrased or ():
+        keys = [phrasing_key(text) for text in entry.phrasings()]
+        assert len(keys) == len(set(keys))
+    assert any(len(e.phrasings()) == 4 for e in domain.phrased or ())

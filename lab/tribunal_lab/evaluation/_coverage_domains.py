@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tribunal.core import jsonl_rows
-from tribunal.kb import KbEntry
+from tribunal.kb import KbEntry, phrasing_key
 
 from ..datasets.banking77 import read_banking77
 
@@ -84,7 +84,16 @@ def banking77_domain(
         used.update(chosen)
         answer = intent_answer(intent)
         one.append(KbEntry(intent, chosen[0], answer))
-        phrased.append(KbEntry(intent, chosen[0], answer, questions=tuple(chosen[1:])))
+        # BANKING77 repeats a few queries up to case and spacing: one phrasing each (the
+        # draw itself is unchanged, so draws without repeats stay as they were).
+        distinct = {phrasing_key(text): text for text in reversed(chosen)}
+        questions = tuple(
+            text
+            for text in dict.fromkeys(chosen[1:])
+            if distinct.get(phrasing_key(text)) == text
+            and phrasing_key(text) != phrasing_key(chosen[0])
+        )
+        phrased.append(KbEntry(intent, chosen[0], answer, questions=questions))
 
     def labelled(row: dict[str, str]) -> LabelledRow:
         answers = [] if row["intent"] in outside else [row["intent"]]
