@@ -51,19 +51,21 @@ def _variant(traffic: Traffic, observed: list[Any], args: argparse.Namespace) ->
     return traffic, observed
 
 
-def _on_test(result: Any, test: Traffic, test_observed: list[Any]) -> dict[Any, Any]:
-    """Per α certified: (answered, wrong) on the test split; under ``"auroc"``, how well
-    the served confidence ranks the test queries' decisions (right above wrong)."""
+def _on_test(
+    result: Any, test: Traffic, test_observed: list[Any]
+) -> tuple[dict[float, tuple[int, int]], float]:
+    """Per α certified: (answered, wrong) on the test split; and how well the served
+    confidence ranks the test queries' decisions (AUROC, right above wrong)."""
     from sklearn.metrics import roc_auc_score
 
     rows = np.arange(len(test), dtype=np.int64)
     confidence, right, _ = decisions(result.artifact.calibrator, test, test_observed, rows)
-    out: dict[Any, Any] = {"auroc": float(roc_auc_score(right, confidence))}
+    out = {}
     for threshold in result.artifact.thresholds:
         if threshold.threshold is not None:
             outcome = acceptance_outcome(confidence, right, threshold.threshold)
             out[threshold.alpha] = (outcome.accepted, outcome.errors)
-    return out
+    return out, float(roc_auc_score(right, confidence))
 
 
 def _summarise(
@@ -150,9 +152,10 @@ def main() -> int:
             signals=tuple(args.signal) if args.signal else None,
         )
         result = calibrate(traffic, observed, config, binding)
-        tested = _on_test(result, test, test_observed) if test is not None else {}
-        if "auroc" in tested:
-            test_auroc.append(tested["auroc"])
+        tested: dict[float, tuple[int, int]] = {}
+        if test is not None:
+            tested, auroc = _on_test(result, test, test_observed)
+            test_auroc.append(auroc)
         for item in result.report["per_alpha"]:
             per_alpha[item["alpha"]].append(
                 {"seed": seed, **item, "test": tested.get(item["alpha"])}

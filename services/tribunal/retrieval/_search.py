@@ -122,12 +122,17 @@ def _retrieve(
     for name, positions in by_collection.items():
         collection = kb.collection(name)
         depth = max(_depth(kb, queries[i]) for i in positions)
-        skip = [
-            collection.added_phrasings_of(queries[i].text)
-            if queries[i].leave_out_own_phrasing
-            else frozenset()
-            for i in positions
-        ]
+        # Only calibration leaves a query's own phrasing out: served searches skip nothing.
+        skip = (
+            [
+                collection.added_phrasings_of(queries[i].text)
+                if queries[i].leave_out_own_phrasing
+                else frozenset()
+                for i in positions
+            ]
+            if any(queries[i].leave_out_own_phrasing for i in positions)
+            else []
+        )
         started = time.perf_counter()
         if dense:
             if any(embedded.embedders[i] is not collection.embedder for i in positions):
