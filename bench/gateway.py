@@ -11,13 +11,18 @@ Everything runs in one process on the demo's KB (the COVID FAQ, self-evidenced):
   confidence, every reply checked, the decision audited. No entailment call; each query
   embedded once per model (the matcher's model gets it when retrieval embeds it);
   concurrent queries micro-batched through each embedder.
+- **new, one pass at a time**: the same gateway with ``retrieval.embed_lanes: 1``: one
+  forward pass at a time over every core, as the gateway ran them before passes ran side
+  by side, one core each. Asked in the same rounds, the order alternating.
 - **new, unbatched**: the same gateway with ``retrieval.micro_batch_texts: 1`` (one
-  forward pass per call, the calls still queued on one thread per model), at
+  forward pass per call, the calls still queued for the model's workers), at
   concurrency 16: what micro-batching adds.
 - **limit**: the same models' batched throughput on the same queries, alone (no gRPC,
-  no cache), one model after the other, in batches of 16 — the largest batch 16 clients
-  can form — a gateway can answer no faster than it embeds its queries. Also shown:
-  batches of ``retrieval.micro_batch_texts`` (64), the models' ceiling at any concurrency.
+  no cache), in batches of 16 — the largest batch 16 clients can form — the faster of
+  one pass at a time over every core (one model after the other) and one
+  single-threaded pass per core at once: a gateway can answer no faster than it embeds
+  its queries. Also shown: batches of ``retrieval.micro_batch_texts`` (64), the models'
+  ceiling at any concurrency.
 
 At concurrency 1 the demo's questions alternate between the paths (old, new, old, ...)
 after one warm-up each, and their decisions are compared. At concurrency 16 the
@@ -46,7 +51,7 @@ from typing import Any
 
 import grpc
 from tribunal.commands.demo import _in_process_settings, _ingest, _questions
-from tribunal.core import Settings
+from tribunal.core import Settings, apply_thread_policy, use_torch_threads
 from tribunal.embedding import load_profile_embedder, shared_profile_embedder
 from tribunal.gateway import StageTransport, call_stage
 from tribunal.gateway._candidates import candidate_signals
@@ -234,19 +239,37 @@ def _passes(settings: Settings) -> dict[str, tuple[int, int, float]]:
 
 def _embedder_limit(settings: Settings, queries: list[str], size: int) -> dict[str, Any]:
     """The hot path's models (retrieval's embedder, the feature matcher's) embedding the
-    queries alone, one model after the other, in batches of ``size``: queries/s (fresh
-    models, no cache)."""
-    per_model = {}
-    for key in _model_keys(settings):
-        embedder = load_profile_embedder(settings, key)
+    queries alone in batches of ``size`` (fresh models, no cache), the faster of two ways:
+    one pass at a time over every core, one model after the other; or one
+    single-threaded pass per core at once, each core taking its share of the queries
+    through both models. Queries/s."""
+    cores = apply_thread_policy(settings.server.compute_threads)
+    models = {key: load_profile_embedder(settings, key) for key in _model_keys(settings)}
+    for embedder in models.values():
         embedder.embed(queries[:size])  # warm-up
+    per_model = {}
+    for key, embedder in models.items():
         started = time.perf_counter()
         for start in range(0, len(queries), size):
             embedder.embed(queries[start : start + size])
         per_model[key] = time.perf_counter() - started
+    sequential = len(queries) / sum(per_model.values())
+
+    def lane(share: list[str]) -> None:
+        use_torch_threads(1)
+        for embedder in models.values():
+            for start in range(0, len(share), size):
+                embedder.embed(share[start : start + size])
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=cores) as pool:
+        list(pool.map(lane, [queries[i::cores] for i in range(cores)]))
+    side_by_side = len(queries) / (time.perf_counter() - started)
     return {
         "models": per_model,
-        "queries_per_s": len(queries) / sum(per_model.values()),
+        "one_at_a_time_queries_per_s": sequential,
+        "side_by_side_queries_per_s": side_by_side,
+        "queries_per_s": max(sequential, side_by_side),
     }
 
 
@@ -315,17 +338,15 @@ def _forget_recent(settings: Settings) -> None:
         shared_profile_embedder(settings, key).forget_recent()
 
 
-def _batched_round(
-    settings: Settings, new: GatewayClient, loaded: list[str], concurrency: int
+def _measured(
+    settings: Settings, client: GatewayClient, loaded: list[str], concurrency: int
 ) -> dict[str, Any]:
-    """One round: the models' limit alone, then the gateway at ``concurrency`` clients on
-    the same queries, its queries/s as a share of that limit."""
-    # The batch a model can get at this concurrency is at most one query per client.
-    limit = _embedder_limit(settings, loaded, concurrency)  # fresh models, no memory
+    """The gateway at ``concurrency`` clients on ``loaded``, its models' memories of
+    recent texts cleared first: queries/s, the process's CPU share and the passes."""
     _forget_recent(settings)
     counted = _passes(settings)
     cpu_before = _process_cpu_s()
-    batched = _concurrent(new, loaded, concurrency)
+    batched = _concurrent(client, loaded, concurrency)
     # The process's CPU over the run as a share of every core: below 100%, the cores
     # sat idle part of the time (waits), not short of work.
     batched["cpu_share"] = (_process_cpu_s() - cpu_before) / (
@@ -339,14 +360,40 @@ def _batched_round(
         }
         for key, now in _passes(settings).items()
     }
-    batched["limit"] = limit
-    batched["share_of_limit"] = batched["queries_per_s"] / limit["queries_per_s"]
+    return batched
+
+
+def _batched_round(
+    variants: dict[str, tuple[Settings, GatewayClient]],
+    loaded: list[str],
+    concurrency: int,
+    *,
+    number: int,
+) -> dict[str, Any]:
+    """One round: the models' limit alone, then each variant of the gateway at
+    ``concurrency`` clients on the same queries (in turn, the order alternating round
+    by round), its queries/s as a share of that limit."""
+    settings = next(iter(variants.values()))[0]
+    # The batch a model can get at this concurrency is at most one query per client.
+    limit = _embedder_limit(settings, loaded, concurrency)  # fresh models, no memory
+    names = list(variants) if number % 2 == 0 else list(reversed(variants))
+    row: dict[str, Any] = {"limit": limit, "order": names}
+    for name in names:
+        variant_settings, client = variants[name]
+        batched = _measured(variant_settings, client, loaded, concurrency)
+        batched["share_of_limit"] = batched["queries_per_s"] / limit["queries_per_s"]
+        row[name] = batched
     print(
-        f"  round: limit {limit['queries_per_s']:.1f}, new {batched['queries_per_s']:.1f} "
-        f"queries/s ({batched['share_of_limit']:.0%})",
+        f"  round: limit {limit['queries_per_s']:.1f} (one pass at a time "
+        f"{limit['one_at_a_time_queries_per_s']:.1f}, side by side "
+        f"{limit['side_by_side_queries_per_s']:.1f}); "
+        + ", ".join(
+            f"{name} {row[name]['queries_per_s']:.1f} queries/s ({row[name]['share_of_limit']:.0%})"
+            for name in variants
+        ),
         flush=True,
     )
-    return batched
+    return row
 
 
 def _throughput(
@@ -359,12 +406,20 @@ def _throughput(
     rounds: int,
 ) -> dict[str, Any]:
     """Queries/s at ``concurrency``: batched (``rounds`` rounds, each against its own
-    limit: the host's speed drifts within a run), unbatched, and the embedders' limit."""
+    limit: the host's speed drifts within a run), with passes side by side (the
+    default) and one pass at a time (``retrieval.embed_lanes: 1``), unbatched, and the
+    embedders' limit."""
+    one_lane_settings = _variant(settings, embed_lanes=1)
+    one_lane = GatewayClient(one_lane_settings)
     unbatched = GatewayClient(_variant(settings, micro_batch_texts=1))
+    variants = {"new": (settings, new), "one_pass_at_a_time": (one_lane_settings, one_lane)}
     try:
-        for client in (new, unbatched):  # the KB entries' vectors, as a running service has them
+        for client in (new, one_lane, unbatched):
+            # The KB entries' vectors, as a running service has them.
             _concurrent(client, warm, concurrency)
-        per_round = [_batched_round(settings, new, loaded, concurrency) for _ in range(rounds)]
+        per_round = [
+            _batched_round(variants, loaded, concurrency, number=number) for number in range(rounds)
+        ]
         _forget_recent(settings)
         alone = _concurrent(unbatched, loaded, concurrency)
         print(f"  new, unbatched: {alone['queries_per_s']:.1f} queries/s", flush=True)
@@ -372,10 +427,15 @@ def _throughput(
         ceiling = _embedder_limit(settings, loaded, settings.retrieval.micro_batch_texts)
     finally:
         unbatched.close()
-    shares = sorted(r["share_of_limit"] for r in per_round)
+        one_lane.close()
+    shares = sorted(r["new"]["share_of_limit"] for r in per_round)
     median = shares[len(shares) // 2]
     # The round whose share is the median stands for the run in the tables.
-    batched = next(r for r in per_round if r["share_of_limit"] == median)
+    median_round = next(r for r in per_round if r["new"]["share_of_limit"] == median)
+    batched = dict(median_round["new"], limit=median_round["limit"])
+    ratios = sorted(
+        r["new"]["queries_per_s"] / r["one_pass_at_a_time"]["queries_per_s"] for r in per_round
+    )
     return {
         "concurrency": concurrency,
         "queries": len(loaded),
@@ -386,6 +446,7 @@ def _throughput(
         "ceiling": ceiling,
         "ceiling_batch": settings.retrieval.micro_batch_texts,
         "share_of_limit": median,
+        "side_by_side_over_one_at_a_time": ratios[len(ratios) // 2],
     }
 
 
@@ -432,14 +493,26 @@ def _concurrent_table(result: dict[str, Any]) -> None:
         f"\nconcurrency {result['concurrency']}, {result['queries']} other paraphrases, "
         f"each asked once per round, {len(result['rounds'])} rounds:"
     )
-    print("| round | limit: models alone | new, queries/s | share | p50 s | p99 s |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| round | limit: models alone (one at a time / side by side) | new, queries/s "
+        "| share | p50 s | p99 s | one pass at a time, queries/s | share | new / it |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for number, row in enumerate(result["rounds"], start=1):
+        limit_row, new, old = row["limit"], row["new"], row["one_pass_at_a_time"]
         print(
-            f"| {number} | {row['limit']['queries_per_s']:.1f} | {row['queries_per_s']:.1f} | "
-            f"{row['share_of_limit']:.0%} | {row['p50_s']:.3f} | {row['p99_s']:.3f} |"
+            f"| {number} | {limit_row['queries_per_s']:.1f} "
+            f"({limit_row['one_at_a_time_queries_per_s']:.1f} / "
+            f"{limit_row['side_by_side_queries_per_s']:.1f}) | {new['queries_per_s']:.1f} | "
+            f"{new['share_of_limit']:.0%} | {new['p50_s']:.3f} | {new['p99_s']:.3f} | "
+            f"{old['queries_per_s']:.1f} | {old['share_of_limit']:.0%} | "
+            f"{new['queries_per_s'] / old['queries_per_s']:.2f}x |"
         )
-    print(f"median share of the limit: {result['share_of_limit']:.0%}")
+    print(
+        f"median share of the limit: {result['share_of_limit']:.0%}; passes side by side "
+        f"answered {result['side_by_side_over_one_at_a_time']:.2f}x the queries/s of one "
+        "pass at a time (median round)"
+    )
     unbatched = result["new_unbatched"]
     ceiling = result["ceiling"]["queries_per_s"]
     after = result["limit_after"]["queries_per_s"]
@@ -455,7 +528,10 @@ def _concurrent_table(result: dict[str, Any]) -> None:
         f"during the median round (limit {limit['queries_per_s']:.1f} queries/s)"
     )
     print("\nthe models' passes inside the gateway (median round) vs the same queries alone:")
-    print("| model | passes | texts per pass | seconds in passes | alone, batches of 16 |")
+    print(
+        "| model | passes | texts per pass | seconds in passes (summed over lanes) "
+        "| alone, one pass at a time, batches of 16 |"
+    )
     print("|---|---|---|---|---|")
     for key, row in result["new"]["passes"].items():
         alone = limit["models"][key]

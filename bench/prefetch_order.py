@@ -75,7 +75,10 @@ def main() -> int:
             for name, embed_queries in ORDERS.items():
                 _knowledge_base.KnowledgeBase.embed_queries = embed_queries  # type: ignore[method-assign]
                 print(f"round {number}, {name}:", flush=True)
-                rows[name].append(bench._batched_round(settings, client, loaded, args.concurrency))
+                measured = bench._batched_round(
+                    {name: (settings, client)}, loaded, args.concurrency, number=number
+                )
+                rows[name].append(measured[name])
     finally:
         _knowledge_base.KnowledgeBase.embed_queries = _NOW  # type: ignore[method-assign]
         client.close()

@@ -1,4 +1,4 @@
-"""MicroBatchingEmbedder on the real MiniLM: concurrent calls share one forward pass and
+"""MicroBatchingEmbedder on the real MiniLM: concurrent calls share a forward pass and
 get the vectors the model gives each alone; recent short texts are not embedded again;
 a model error reaches every caller of the pass; one embedder per model per process."""
 
@@ -20,8 +20,12 @@ from tribunal.embedding import (
     shared_profile_embedder,
 )
 from tribunal.embedding._batching import MicroBatchingEmbedder
+from tribunal.embedding._lanes import ComputeLanes
 
 from tests.integration._retrieval import CountingEmbedder, minilm
+
+ONE_LANE = ComputeLanes(1)
+"""The queueing tests hold one pass in the model and watch the next one form: one lane."""
 
 QUERIES = [
     "How does the virus spread?",
@@ -59,7 +63,7 @@ def _queued(batcher: MicroBatchingEmbedder, count: int) -> None:
 @pytest.mark.models
 def test_calls_arriving_during_a_pass_share_the_next_one() -> None:
     gated = GatedEmbedder()
-    batcher = MicroBatchingEmbedder(gated, max_batch_texts=64)
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=64, lanes=ONE_LANE)
     results: dict[int, NDArray[np.float32]] = {}
 
     def ask(index: int, texts: list[str]) -> None:
@@ -89,7 +93,7 @@ def test_calls_arriving_during_a_pass_share_the_next_one() -> None:
 @pytest.mark.models
 def test_a_batch_never_exceeds_its_size_and_long_calls_run_alone() -> None:
     gated = GatedEmbedder()
-    batcher = MicroBatchingEmbedder(gated, max_batch_texts=3)
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=3, lanes=ONE_LANE)
     threads = [threading.Thread(target=batcher.embed, args=(["Wash your hands."],))]
     threads[0].start()
     assert gated.entered.wait(30)
@@ -167,7 +171,7 @@ def test_one_embedder_per_model_per_process(tiny_settings: Settings) -> None:
 @pytest.mark.models
 def test_a_prefetched_text_is_embedded_once_and_its_caller_waits_for_that_pass() -> None:
     gated = GatedEmbedder()
-    batcher = MicroBatchingEmbedder(gated, max_batch_texts=8, recent_texts=16)
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=8, recent_texts=16, lanes=ONE_LANE)
     batcher.prefetch(QUERIES[:2])
     assert gated.entered.wait(30)  # the prefetch's pass is running, held in the model
     batcher.prefetch(QUERIES[:2])  # already on its way: not sent again

@@ -31,7 +31,7 @@ from ._loading import (
 )
 from ._logging import configure_logging, quiet_third_party
 from ._text import pack_sentences, split_sentences, split_text
-from ._threads import apply_thread_policy
+from ._threads import apply_thread_policy, use_torch_threads
 from .settings import (
     DeploymentSettings,
     EnsembleSettings,
@@ -84,4 +84,5 @@ __all__ = [
     "shipped_artifact",
     "split_sentences",
     "split_text",
+    "use_torch_threads",
 ]

@@ -15,7 +15,7 @@ import contextlib
 import os
 import threading
 
-__all__ = ["apply_thread_policy", "available_cpus"]
+__all__ = ["apply_thread_policy", "available_cpus", "use_torch_threads"]
 
 _applied: int | None = None
 _lock = threading.Lock()
@@ -58,3 +58,12 @@ def apply_thread_policy(threads: int | None) -> int:
             pass
         _applied = count
         return count
+
+
+def use_torch_threads(count: int) -> None:
+    """Let torch use ``count`` threads for the operations the calling thread runs from
+    now on (torch keeps the count per calling thread; other threads keep theirs)."""
+    import torch
+
+    if torch.get_num_threads() != count:
+        torch.set_num_threads(count)

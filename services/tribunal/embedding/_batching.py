@@ -3,11 +3,12 @@ per process.
 
 A service answering many small requests at once (one query each) would otherwise run
 one forward pass per request, each from its own server thread: the passes compete
-for the same cores, and torch's intra-op threads oversubscribe them. Here one worker
-thread per model runs the passes; while it runs one, the calls arriving meanwhile
-queue up and go into the next pass together. A lone call waits for nobody
-(the worker waits for more only under load, when the last pass gathered several calls):
-batching costs a single request no latency.
+for the same cores, and torch's intra-op threads oversubscribe them. Here each model's
+calls queue for its workers (one per core), and the process's cores are handed out per
+pass (:mod:`._lanes`): under load, passes of any model run side by side on one core
+each, and the calls arriving meanwhile go into the next pass together. A lone call
+waits for nobody and gets every core (a worker waits for more only under load, when
+its last pass gathered several calls): batching costs a single request no latency.
 
 :func:`shared_profile_embedder` gives every service in a process the same
 :class:`MicroBatchingEmbedder` per model, with a small memory of recent short
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._embedding import Embedder, WrappingEmbedder, load_profile_embedder
+from ._lanes import ComputeLanes, process_lanes
 from ._vectors import Vectors
 
 if TYPE_CHECKING:
@@ -42,12 +44,6 @@ __all__ = [
 ]
 
 
-_FORWARD_LOCK = threading.Lock()
-"""One forward pass in this process at a time, whichever the model: each uses every
-thread torch has (:func:`~tribunal.core._threads.apply_thread_policy`), two at once
-would only share the cores at a loss."""
-
-
 @dataclass
 class _Pending:
     texts: list[str]
@@ -56,7 +52,7 @@ class _Pending:
 
 
 class MicroBatchingEmbedder(WrappingEmbedder):
-    """Runs every ``embed`` call on one worker thread, concurrent calls in one pass.
+    """Runs every ``embed`` call on a worker thread, concurrent calls in one pass.
 
     Thread-safe. Results are the inner embedder's for the same texts (a text's vector
     does not depend on what it was batched with beyond float rounding: padding is
@@ -72,6 +68,8 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         recent_texts: Vectors of this many recent texts from short calls (at most
             ``max_batch_texts`` texts: queries, KB entries being matched) kept and
             served without the model; 0 keeps none. Long calls (ingestion) bypass it.
+        lanes: The lanes passes run in, shared with other models (default: the
+            process's, one per torch thread); one worker per lane.
     """
 
     def __init__(
@@ -81,6 +79,7 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         max_batch_texts: int = 64,
         max_wait_s: float = 0.0,
         recent_texts: int = 0,
+        lanes: ComputeLanes | None = None,
     ) -> None:
         if max_batch_texts < 1 or max_wait_s < 0 or recent_texts < 0:
             raise ValueError("max_batch_texts >= 1, max_wait_s >= 0 and recent_texts >= 0")
@@ -90,7 +89,9 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         self.recent_texts = recent_texts
         self._queue: deque[_Pending] = deque()
         self._ready = threading.Condition()
-        self._worker: threading.Thread | None = None
+        self._lanes = lanes
+        self._workers: list[threading.Thread] = []
+        self._counted = threading.Lock()
         self._recent: OrderedDict[str, Vectors] = OrderedDict()
         self._recent_lock = threading.Lock()
         self._inflight: dict[str, tuple[Future[Vectors], int]] = {}
@@ -102,7 +103,7 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         self.texts_ = 0
         """Texts embedded by the passes."""
         self.busy_s_ = 0.0
-        """Seconds spent in forward passes."""
+        """Seconds spent in forward passes (summed over passes that ran at once)."""
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> Vectors:
         if not texts:
@@ -169,18 +170,29 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         pending = _Pending(texts, progress)
         with self._ready:
             self._queue.append(pending)
-            if self._worker is None:
-                self._worker = threading.Thread(
-                    target=self._run, name=f"embed-{self.name}", daemon=True
-                )
-                self._worker.start()
+            if not self._workers:
+                if self._lanes is None:
+                    self._lanes = process_lanes()
+                for number in range(self._lanes.lanes):
+                    worker = threading.Thread(
+                        target=self._run, name=f"embed-{self.name}-{number}", daemon=True
+                    )
+                    worker.start()
+                    self._workers.append(worker)
             self._ready.notify()
         return pending.future
 
-    def _next_batch(self) -> list[_Pending]:
+    def _wait_for_calls(self) -> None:
         with self._ready:
             while not self._queue:
                 self._ready.wait()
+
+    def _next_batch(self) -> tuple[list[_Pending], bool]:
+        """The next pass's calls (none: another worker took them), and whether nothing
+        else is queued behind them."""
+        with self._ready:
+            if not self._queue:
+                return [], True
             batch = [self._queue.popleft()]
             size = len(batch[0].texts)
             # Under load (the last pass gathered several calls) a short wait fills the
@@ -197,25 +209,47 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                     break
                 batch.append(self._queue.popleft())
                 size += len(head.texts)
-            return batch
+            return batch, not self._queue
 
     def _run(self) -> None:
+        from ..core import use_torch_threads
+
+        lanes = self._lanes
+        assert lanes is not None
         while True:
-            batch = self._next_batch()
+            # A core first, then the batch: the calls arriving while every core is busy
+            # join the pass that gets the next free one.
+            self._wait_for_calls()
+            lanes.take_one()
+            batch, alone = self._next_batch()
+            if not batch:
+                lanes.give(1)
+                continue
             texts = [text for pending in batch for text in pending.texts]
+            held = 1
+            if len(texts) > self.max_batch_texts or batch[0].progress:
+                lanes.give(1)  # a long call runs alone over every core
+                lanes.take_all()
+                held = lanes.lanes
+            elif len(batch) == 1 and alone:
+                held += lanes.take_rest()
             try:
-                with _FORWARD_LOCK:
-                    started = time.perf_counter()
-                    vectors = self.inner.embed(texts, progress=batch[0].progress)
-                    self.busy_s_ += time.perf_counter() - started
+                use_torch_threads(lanes.threads(held))
+                started = time.perf_counter()
+                vectors = self.inner.embed(texts, progress=batch[0].progress)
+                busy = time.perf_counter() - started
             except BaseException as exc:  # every waiting caller gets the model's error
                 for pending in batch:
                     pending.future.set_exception(exc)
                 continue
-            self.passes_ += 1
-            self.calls_ += len(batch)
-            self.texts_ += len(texts)
-            self._last_calls = len(batch)
+            finally:
+                lanes.give(held)
+            with self._counted:
+                self.busy_s_ += busy
+                self.passes_ += 1
+                self.calls_ += len(batch)
+                self.texts_ += len(texts)
+                self._last_calls = len(batch)
             start = 0
             for pending in batch:
                 stop = start + len(pending.texts)
@@ -223,7 +257,7 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                 start = stop
 
 
-_Stack = tuple[str, int, int, int, float, int]
+_Stack = tuple[str, int, int, int, float, int, int | None]
 """A shared embedder's settings apart from its model (device, batching, memory): the
 embedders made from one ``Settings`` (one service stack) share it."""
 _SHARED: dict[tuple[str, _Stack], MicroBatchingEmbedder] = {}
@@ -304,6 +338,7 @@ def shared_embedder(
         options.micro_batch_texts,
         options.micro_batch_wait_s,
         options.shared_recent_texts,
+        options.embed_lanes,
     )
     with _SHARED_LOCK:
         embedder = _SHARED.get((where, stack))
@@ -314,6 +349,7 @@ def shared_embedder(
                 max_batch_texts=options.micro_batch_texts,
                 max_wait_s=options.micro_batch_wait_s,
                 recent_texts=options.shared_recent_texts,
+                lanes=process_lanes(options.embed_lanes),
             )
             _SHARED[(where, stack)] = embedder
         peers = _QUERY_MODELS.setdefault(stack, [])

@@ -80,7 +80,10 @@ class SentenceTransformerEmbedder:
         self._name = name
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        self.traced_ = trace_encoder(model) if traced else None
+        # A fast tokenizer's padding settings are changed by each call: two passes at
+        # once (one per core) tokenise one at a time.
+        self._tokenizing = threading.Lock()
+        self.traced_ = trace_encoder(model, self._tokenizing) if traced else None
         """The traced pass in use (None: the model's own ``encode``)."""
         dimension = model.get_embedding_dimension()
         if dimension is None:  # pragma: no cover - every sentence-transformers embedder has one
@@ -98,10 +101,9 @@ class SentenceTransformerEmbedder:
     def _passes(self, texts: Sequence[str]) -> list[list[int]]:
         """Indices of ``texts`` per forward pass, shortest texts first."""
         limit = self.model.max_seq_length or 512
-        lengths = [
-            min(len(ids), limit)
-            for ids in self.model.tokenizer(list(texts), add_special_tokens=True)["input_ids"]
-        ]
+        with self._tokenizing:
+            tokenized = self.model.tokenizer(list(texts), add_special_tokens=True)
+        lengths = [min(len(ids), limit) for ids in tokenized["input_ids"]]
         order = sorted(range(len(texts)), key=lengths.__getitem__)
         passes: list[list[int]] = []
         current: list[int] = []
@@ -131,15 +133,7 @@ class SentenceTransformerEmbedder:
             for indices in self._passes(texts):
                 batch = [texts[i] for i in indices]
                 out[indices] = (
-                    self.traced_(batch)
-                    if self.traced_ is not None
-                    else self.model.encode(
-                        batch,
-                        batch_size=len(indices),
-                        normalize_embeddings=True,
-                        convert_to_numpy=True,
-                        show_progress_bar=False,
-                    )
+                    self.traced_(batch) if self.traced_ is not None else self._encode(batch)
                 )
                 if bar is not None:
                     bar.update(len(indices))
@@ -147,6 +141,19 @@ class SentenceTransformerEmbedder:
             if bar is not None:
                 bar.close()
         return out
+
+    def _encode(self, batch: list[str]) -> Vectors:
+        """The model's own ``encode`` (a model that could not be traced): it tokenises
+        inside, so the whole pass holds the tokenizer."""
+        with self._tokenizing:
+            vectors: Vectors = self.model.encode(
+                batch,
+                batch_size=len(batch),
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return vectors
 
 
 class WrappingEmbedder:

@@ -15,6 +15,7 @@ model's own ``encode`` on texts of several lengths before it is used, and return
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -60,9 +61,13 @@ def _pooling_mode(model: SentenceTransformer) -> str | None:
     return modes[0]
 
 
-def trace_encoder(model: SentenceTransformer) -> Encoder | None:
+def trace_encoder(
+    model: SentenceTransformer, tokenizing: threading.Lock | None = None
+) -> Encoder | None:
     """A function embedding texts (one pass, normalised vectors) with ``model``'s
-    transformer traced; None when the model cannot be traced or the trace differs."""
+    transformer traced; None when the model cannot be traced or the trace differs.
+    ``tokenizing``: held while the tokenizer runs (it is not safe to call from two
+    threads at once); the traced pass itself runs unlocked."""
     import torch
 
     pooling = _pooling_mode(model)
@@ -97,8 +102,11 @@ def trace_encoder(model: SentenceTransformer) -> Encoder | None:
         log.warning("embedder not traced", extra={"why": repr(exc)})
         return None
 
+    guard = tokenizing or threading.Lock()
+
     def encode(texts: Sequence[str]) -> Vectors:
-        features = prepare(list(texts))
+        with guard:
+            features = prepare(list(texts))
         ids = features["input_ids"].to(device)
         mask = features["attention_mask"].to(device)
         with torch.inference_mode():

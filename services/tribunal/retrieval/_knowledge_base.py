@@ -229,11 +229,20 @@ class KnowledgeBase:
         check_collection_name(name)
         with self._lock:
             found = self._collections.get(name)
+        # The common case without holding the lock over the store's read: every search
+        # looks its collection up.
+        if found is not None and not found.model_changed():
+            return found
+        with self._lock:
+            found = self._collections.get(name)
             failed = self._failed.get(name)
             retry = failed is None or time.monotonic() - failed[1] >= _REOPEN_AFTER_S
             # Also open one that another process (the CLI, a replica) created since.
-            on_disk = (self.root / name / "entries.sqlite3").is_file()
-            if found is None and (create or on_disk) and retry:
+            if (
+                found is None
+                and retry
+                and (create or (self.root / name / "entries.sqlite3").is_file())
+            ):
                 found = self._open_locked(name)
             elif found is not None and found.model_changed():
                 # Re-embedded by another process: reopen with the model it now records.

@@ -35,8 +35,6 @@ class SearchedKnowledgeBase(Protocol):
 
     def collection(self, name: str, *, create: bool = False) -> Collection: ...
 
-    def embedder_of(self, collection: str) -> Embedder: ...
-
     def embed_queries(
         self,
         texts: Sequence[str],
@@ -59,13 +57,17 @@ def run_searches(
     """The searches (already validated), in request order; ``given``: vectors computed
     elsewhere, else each query is embedded with its collection's model."""
     stages: list[dict[str, float]] = [{} for _ in queries]
-    embedded = given if given is not None else _embed(kb, queries, stages)
+    # Each collection looked up once per batch: the lookup checks the store for a change
+    # of model, which every later step would otherwise repeat.
+    opened = {name: kb.collection(name) for name in dict.fromkeys(q.collection for q in queries)}
+    embedded = given if given is not None else _embed(kb, opened, queries, stages)
     check_deadline("the search")
-    dense_lists = _retrieve(kb, queries, embedded, stages, dense=True)
-    sparse_lists = _retrieve(kb, queries, embedded, stages, dense=False)
+    dense_lists = _retrieve(kb, opened, queries, embedded, stages, dense=True)
+    sparse_lists = _retrieve(kb, opened, queries, embedded, stages, dense=False)
     return [
         _finish(
             kb,
+            opened[query.collection],
             query,
             (dense_lists[i], sparse_lists[i]),
             stages[i],
@@ -76,13 +78,16 @@ def run_searches(
 
 
 def _embed(
-    kb: SearchedKnowledgeBase, queries: Sequence[SearchQuery], stages: list[dict[str, float]]
+    kb: SearchedKnowledgeBase,
+    opened: dict[str, Collection],
+    queries: Sequence[SearchQuery],
+    stages: list[dict[str, float]],
 ) -> QueryVectors:
     """One batch per model: collections searched with one model share it."""
     groups: dict[int, tuple[Embedder, list[int]]] = {}
     for i, query in enumerate(queries):
         if uses_dense(query):
-            embedder = kb.embedder_of(query.collection)
+            embedder = opened[query.collection].embedder
             groups.setdefault(id(embedder), (embedder, []))[1].append(i)
     vectors: dict[int, NDArray[np.float32]] = {}
     embedders: dict[int, Embedder] = {}
@@ -107,6 +112,7 @@ def _depth(kb: SearchedKnowledgeBase, query: SearchQuery) -> int:
 
 def _retrieve(
     kb: SearchedKnowledgeBase,
+    opened: dict[str, Collection],
     queries: Sequence[SearchQuery],
     embedded: QueryVectors,
     stages: list[dict[str, float]],
@@ -120,7 +126,7 @@ def _retrieve(
         if uses_dense(query) if dense else uses_sparse(query):
             by_collection.setdefault(query.collection, []).append(i)
     for name, positions in by_collection.items():
-        collection = kb.collection(name)
+        collection = opened[name]
         depth = max(_depth(kb, queries[i]) for i in positions)
         # Only calibration leaves a query's own phrasing out: served searches skip nothing.
         skip = (
@@ -135,11 +141,13 @@ def _retrieve(
         )
         started = time.perf_counter()
         if dense:
-            if any(embedded.embedders[i] is not collection.embedder for i in positions):
+            if collection.model_changed() or any(
+                embedded.embedders[i] is not collection.embedder for i in positions
+            ):
                 # Re-embedded by another process between embedding and searching.
                 raise RetrievalModelChangedError(
-                    f"collection {name!r} was re-embedded with {collection.embedder.name!r} "
-                    "during the search; retry"
+                    f"collection {name!r} was re-embedded by another process during the "
+                    "search; retry"
                 )
             vectors = np.stack([embedded.vectors[i] for i in positions])
             lists = collection.search_dense(vectors, depth, skip)
@@ -160,6 +168,7 @@ def _vote(candidate: Candidate) -> float:
 
 def _finish(
     kb: SearchedKnowledgeBase,
+    collection: Collection,
     query: SearchQuery,
     lists: tuple[list[UnitMatch] | None, list[UnitMatch] | None],
     stages: dict[str, float],
@@ -173,7 +182,6 @@ def _finish(
     stages["fuse"] = (time.perf_counter() - started) * 1000
     head_size = max(query.top_k, kb.settings.rerank_head if query.rerank else 0)
     head = candidates[:head_size]
-    collection = kb.collection(query.collection)
     kb_version, found, signed, signed_head = collection.served_entries([c.entry_id for c in head])
     entries = {entry_id: entry for entry_id, (entry, _) in found.items()}
     # An entry deleted by another process since the index saw it is left out.

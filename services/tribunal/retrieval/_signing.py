@@ -269,6 +269,10 @@ def _load_private(path: Path) -> KbSigner:
     return KbSigner(key)
 
 
+_VERIFIED_KEPT = 16_384
+"""Most checked signatures :class:`TrustedKeys` remembers (then it starts over)."""
+
+
 class TrustedKeys:
     """The public keys whose signatures are accepted, by key id: every ``*.pub`` (PEM)
     in a folder, or one file. Read again when the folder changes (checked at most once a
@@ -281,6 +285,11 @@ class TrustedKeys:
         self._stamp: tuple[tuple[str, float], ...] | None = None
         self._checked = 0.0
         self._lock = threading.Lock()
+        # Signatures already checked, by the exact (key id, signature, record) they were
+        # checked on: the same served records come back query after query, and an
+        # Ed25519 check costs more than the rest of reading a hit. The key is looked up
+        # (trusted now) before this memory is; a reload of the keys empties it.
+        self._verified: set[tuple[str, bytes, bytes]] = set()
         if path is not None:
             self._reload()
 
@@ -311,6 +320,7 @@ class TrustedKeys:
             if isinstance(key, Ed25519PublicKey):
                 keys[key_id_of(key)] = key
         self._keys, self._stamp = keys, stamp
+        self._verified = set()
 
     def key_ids(self) -> list[str]:
         self._refresh()
@@ -343,12 +353,19 @@ class TrustedKeys:
                 f"(trusted: {', '.join(sorted(self._keys)) or 'none'})",
                 forged=False,
             )
-        try:
-            key.verify(signed.signature, _PREFIX + signed.record)
-        except InvalidSignature as exc:
-            raise SignatureError(
-                f"the signature of key {signed.key_id} does not match the record", forged=True
-            ) from exc
+        checked = (signed.key_id, signed.signature, signed.record)
+        if checked not in self._verified:
+            try:
+                key.verify(signed.signature, _PREFIX + signed.record)
+            except InvalidSignature as exc:
+                raise SignatureError(
+                    f"the signature of key {signed.key_id} does not match the record",
+                    forged=True,
+                ) from exc
+            verified = self._verified
+            if len(verified) >= _VERIFIED_KEPT:
+                verified.clear()
+            verified.add(checked)
         return parse_record(signed.record)
 
 

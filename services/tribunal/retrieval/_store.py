@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from ..core import FailedPreconditionError
 from ..kb import QUESTION_UNIT_ID, KbEntry, entry_from_record, entry_to_record, phrasing_index
 from ._signing import SignedRecord
+from ._store_cache import StoreReadCache
 from ._store_files import content_version_of, record_sha256
 from ._verification import EntryVerification
 
@@ -89,6 +90,7 @@ class EntryStore:
         self.dimension = dimension
         self.embedder = embedder
         self._lock = threading.Lock()
+        self._cache = StoreReadCache()
         self._db = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
@@ -116,9 +118,7 @@ class EntryStore:
     def model(self) -> str:
         """The embedder the stored vectors come from now (another process may have
         re-embedded the collection since this store was opened)."""
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-        return str(row[0])
+        return str(self._meta("embedder"))
 
     def _check_model(self, db: sqlite3.Connection) -> None:
         stored = db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()[0]
@@ -300,8 +300,23 @@ class EntryStore:
     def signed_head(self) -> SignedRecord | None:
         """The newest signed collection head (None: never signed)."""
         with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'signed_head'").fetchone()
-        return SignedRecord.from_json(row[0]) if row else None
+            self._cache.sync(self._db)
+            return self._signed_head_locked(self._db)
+
+    def _signed_head_locked(self, db: sqlite3.Connection) -> SignedRecord | None:
+        def read() -> SignedRecord | None:
+            row = db.execute("SELECT value FROM meta WHERE key = 'signed_head'").fetchone()
+            return SignedRecord.from_json(row[0]) if row else None
+
+        return self._cache.get("signed_head", read)  # type: ignore[no-any-return]
+
+    def _meta(self, key: str) -> str | None:
+        """One ``meta`` value (None: not set), read once per database state."""
+        with self._lock:
+            self._cache.sync(self._db)
+            return self._cache.get(  # type: ignore[no-any-return]
+                ("meta", key), lambda: _meta_value(self._db, key)
+            )
 
     def signatures(self, entry_ids: Sequence[str]) -> dict[str, SignedRecord]:
         """Stored signed records of these entries (unsigned ones are left out)."""
@@ -324,9 +339,7 @@ class EntryStore:
             )
 
     def self_evidenced(self) -> bool:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'self_evidenced'").fetchone()
-        return bool(row) and row[0] == "true"
+        return self._meta("self_evidenced") == "true"
 
     def prune_changes(self, through: int) -> None:
         """Forget change rows up to ``through`` (a snapshot covers them)."""
@@ -343,7 +356,11 @@ class EntryStore:
     def last_seq(self) -> int:
         """Sequence number of the newest change (0 when none)."""
         with self._lock:
-            return self._last_seq(self._db)
+            self._cache.sync(self._db)
+            return self._cached_last_seq(self._db)
+
+    def _cached_last_seq(self, db: sqlite3.Connection) -> int:
+        return self._cache.get("last_seq", lambda: self._last_seq(db))  # type: ignore[no-any-return]
 
     def pruned_through(self) -> int:
         with self._lock:
@@ -429,7 +446,8 @@ class EntryStore:
         """The last change sequence and, per stored id, the entry with its verification
         (None when none is stored, or it belongs to another version of the entry)."""
         with self._transaction("DEFERRED") as db:
-            return self._last_seq(db), self._verified_locked(db, entry_ids)
+            self._cache.sync(db)
+            return self._cached_last_seq(db), self._verified_locked(db, entry_ids)
 
     def served_entries(
         self, entry_ids: Sequence[str]
@@ -442,41 +460,28 @@ class EntryStore:
         """As :meth:`verified_entries`, with the entries' signed records and the newest
         signed head, all read in one transaction (a search never mixes two versions)."""
         with self._transaction("DEFERRED") as db:
+            self._cache.sync(db)
             found = self._verified_locked(db, entry_ids)
             signed: dict[str, SignedRecord] = {}
             for entry_id in found:
-                row = db.execute(
-                    "SELECT signed FROM signatures WHERE entry_id = ?", (entry_id,)
-                ).fetchone()
-                if row is not None:
-                    signed[entry_id] = SignedRecord.from_json(row[0])
-            head = db.execute("SELECT value FROM meta WHERE key = 'signed_head'").fetchone()
-            return (
-                self._last_seq(db),
-                found,
-                signed,
-                SignedRecord.from_json(head[0]) if head else None,
-            )
+                record = self._cache.get(
+                    ("signed", entry_id), lambda entry_id=entry_id: _signed_of(db, entry_id)
+                )
+                if record is not None:
+                    signed[entry_id] = record
+            return self._cached_last_seq(db), found, signed, self._signed_head_locked(db)
 
-    @staticmethod
     def _verified_locked(
-        db: sqlite3.Connection, entry_ids: Sequence[str]
+        self, db: sqlite3.Connection, entry_ids: Sequence[str]
     ) -> dict[str, tuple[KbEntry, EntryVerification | None]]:
+        """Each stored entry with its verification; the caller synced the cache."""
         out: dict[str, tuple[KbEntry, EntryVerification | None]] = {}
         for entry_id in entry_ids:
-            row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
-            if row is None:
-                continue
-            checked = db.execute(
-                "SELECT record FROM verifications WHERE entry_id = ?", (entry_id,)
-            ).fetchone()
-            verification = (
-                EntryVerification.from_record(json.loads(checked[0])) if checked else None
+            found = self._cache.get(
+                ("verified", entry_id), lambda entry_id=entry_id: _verified_of(db, entry_id)
             )
-            if verification is not None and verification.entry_sha256 != record_sha256(row[0]):
-                verification = None
-            entry = entry_from_record(json.loads(row[0]), record_format="entries", max_chars=1)
-            out[entry_id] = (entry, verification)
+            if found is not None:
+                out[entry_id] = found
         return out
 
     def iter_verified_entries(self) -> Iterator[tuple[KbEntry, EntryVerification | None]]:
@@ -511,6 +516,34 @@ class EntryStore:
             rows = db.execute("SELECT record FROM entries ORDER BY id").fetchall()
         for (record,) in rows:
             yield entry_from_record(json.loads(record), record_format="entries", max_chars=1)
+
+
+def _meta_value(db: sqlite3.Connection, key: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def _signed_of(db: sqlite3.Connection, entry_id: str) -> SignedRecord | None:
+    row = db.execute("SELECT signed FROM signatures WHERE entry_id = ?", (entry_id,)).fetchone()
+    return SignedRecord.from_json(row[0]) if row else None
+
+
+def _verified_of(
+    db: sqlite3.Connection, entry_id: str
+) -> tuple[KbEntry, EntryVerification | None] | None:
+    """The stored entry with its verification (None when it belongs to another version
+    of the entry); None when the entry is not stored."""
+    row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
+    if row is None:
+        return None
+    checked = db.execute(
+        "SELECT record FROM verifications WHERE entry_id = ?", (entry_id,)
+    ).fetchone()
+    verification = EntryVerification.from_record(json.loads(checked[0])) if checked else None
+    if verification is not None and verification.entry_sha256 != record_sha256(row[0]):
+        verification = None
+    entry = entry_from_record(json.loads(row[0]), record_format="entries", max_chars=1)
+    return entry, verification
 
 
 def _verification_json(verification: EntryVerification) -> str:

@@ -103,6 +103,11 @@ class RetrievalSettings(Section):
     """Under load (the previous pass gathered several calls), how long a pass that is not
     full waits for more calls before it starts; a lone call never waits. 0: never (the
     calls that arrived while the previous pass ran form the next one)."""
+    embed_lanes: int | None = Field(None, ge=1, le=1_024)
+    """Embedding passes that may run at once under load, each on an equal share of the
+    process's ``server.compute_threads``. None: one per thread (single-threaded passes side
+    by side). 1: one pass at a time over every thread. A lone pass and a long call
+    (ingestion) always get every thread."""
     shared_recent_texts: int = Field(4_096, ge=0, le=1_000_000)
     """Vectors of this many recent short texts (queries, matched KB entries) kept per
     model and shared by the services of the process: a query embedded by retrieval is

@@ -30,9 +30,9 @@ class ServerSettings(Section):
     compute_threads: int | None = Field(None, ge=1, le=1024)
     """Threads torch and FAISS may use inside one operation, set once per process when
     its first embedder loads. None: ``OMP_NUM_THREADS`` where set (Ray sets it to a
-    replica's ``num_cpus``), else the CPUs the process may run on. Lower it when several
-    services share a machine's cores: pools larger than the free cores spin against
-    each other."""
+    replica's ``num_cpus``), else the CPUs the process may run on. Embedding passes under
+    load share them (``retrieval.embed_lanes``). Lower it when several services share a
+    machine's cores: pools larger than the free cores spin against each other."""
     max_message_bytes: int = Field(16 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     """Largest request or response accepted, in bytes."""
     max_id_chars: int = Field(128, ge=1, le=10_000)
