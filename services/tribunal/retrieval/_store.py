@@ -24,6 +24,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,13 @@ from ..core import FailedPreconditionError
 from ..kb import QUESTION_UNIT_ID, KbEntry, entry_from_record, entry_to_record, phrasing_index
 from ._signing import SignedRecord
 from ._store_cache import StoreReadCache
-from ._store_files import content_version_of, record_sha256
+from ._store_files import (
+    content_version_of,
+    meta_value,
+    record_sha256,
+    served_entry_of,
+    signed_record_of,
+)
 from ._verification import EntryVerification
 
 __all__ = ["EntryStore", "RetrievalModelChangedError", "StoredUnits"]
@@ -315,7 +322,7 @@ class EntryStore:
         with self._lock:
             self._cache.sync(self._db)
             return self._cache.get(  # type: ignore[no-any-return]
-                ("meta", key), lambda: _meta_value(self._db, key)
+                ("meta", key), lambda: meta_value(self._db, key)
             )
 
     def signatures(self, entry_ids: Sequence[str]) -> dict[str, SignedRecord]:
@@ -464,9 +471,8 @@ class EntryStore:
             found = self._verified_locked(db, entry_ids)
             signed: dict[str, SignedRecord] = {}
             for entry_id in found:
-                record = self._cache.get(
-                    ("signed", entry_id), lambda entry_id=entry_id: _signed_of(db, entry_id)
-                )
+                read = partial(signed_record_of, db, entry_id)
+                record = self._cache.get(("signed", entry_id), read)
                 if record is not None:
                     signed[entry_id] = record
             return self._cached_last_seq(db), found, signed, self._signed_head_locked(db)
@@ -477,9 +483,7 @@ class EntryStore:
         """Each stored entry with its verification; the caller synced the cache."""
         out: dict[str, tuple[KbEntry, EntryVerification | None]] = {}
         for entry_id in entry_ids:
-            found = self._cache.get(
-                ("verified", entry_id), lambda entry_id=entry_id: _verified_of(db, entry_id)
-            )
+            found = self._cache.get(("verified", entry_id), partial(served_entry_of, db, entry_id))
             if found is not None:
                 out[entry_id] = found
         return out
@@ -516,34 +520,6 @@ class EntryStore:
             rows = db.execute("SELECT record FROM entries ORDER BY id").fetchall()
         for (record,) in rows:
             yield entry_from_record(json.loads(record), record_format="entries", max_chars=1)
-
-
-def _meta_value(db: sqlite3.Connection, key: str) -> str | None:
-    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return str(row[0]) if row else None
-
-
-def _signed_of(db: sqlite3.Connection, entry_id: str) -> SignedRecord | None:
-    row = db.execute("SELECT signed FROM signatures WHERE entry_id = ?", (entry_id,)).fetchone()
-    return SignedRecord.from_json(row[0]) if row else None
-
-
-def _verified_of(
-    db: sqlite3.Connection, entry_id: str
-) -> tuple[KbEntry, EntryVerification | None] | None:
-    """The stored entry with its verification (None when it belongs to another version
-    of the entry); None when the entry is not stored."""
-    row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
-    if row is None:
-        return None
-    checked = db.execute(
-        "SELECT record FROM verifications WHERE entry_id = ?", (entry_id,)
-    ).fetchone()
-    verification = EntryVerification.from_record(json.loads(checked[0])) if checked else None
-    if verification is not None and verification.entry_sha256 != record_sha256(row[0]):
-        verification = None
-    entry = entry_from_record(json.loads(row[0]), record_format="entries", max_chars=1)
-    return entry, verification
 
 
 def _verification_json(verification: EntryVerification) -> str:

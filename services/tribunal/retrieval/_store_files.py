@@ -10,12 +10,17 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..kb import entry_from_record, entry_sha256
+from ..kb import KbEntry, entry_from_record, entry_sha256
+from ._signing import SignedRecord
+from ._verification import EntryVerification
 
 __all__ = [
     "content_version_of",
+    "meta_value",
     "read_content_version",
     "record_sha256",
+    "served_entry_of",
+    "signed_record_of",
     "stored_model",
     "stored_questions",
 ]
@@ -85,3 +90,33 @@ def stored_questions(path: Path, entry_ids: Sequence[str]) -> dict[str, str]:
         return out
     finally:
         db.close()
+
+
+def meta_value(db: sqlite3.Connection, key: str) -> str | None:
+    """One ``meta`` value (None: not set)."""
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def signed_record_of(db: sqlite3.Connection, entry_id: str) -> SignedRecord | None:
+    """The entry's stored signed record (None: unsigned)."""
+    row = db.execute("SELECT signed FROM signatures WHERE entry_id = ?", (entry_id,)).fetchone()
+    return SignedRecord.from_json(row[0]) if row else None
+
+
+def served_entry_of(
+    db: sqlite3.Connection, entry_id: str
+) -> tuple[KbEntry, EntryVerification | None] | None:
+    """The stored entry with its verification (None when it belongs to another version
+    of the entry); None when the entry is not stored."""
+    row = db.execute("SELECT record FROM entries WHERE id = ?", (entry_id,)).fetchone()
+    if row is None:
+        return None
+    checked = db.execute(
+        "SELECT record FROM verifications WHERE entry_id = ?", (entry_id,)
+    ).fetchone()
+    verification = EntryVerification.from_record(json.loads(checked[0])) if checked else None
+    if verification is not None and verification.entry_sha256 != record_sha256(row[0]):
+        verification = None
+    entry = entry_from_record(json.loads(row[0]), record_format="entries", max_chars=1)
+    return entry, verification
