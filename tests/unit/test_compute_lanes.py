@@ -130,6 +130,25 @@ def test_a_lone_call_gets_every_core() -> None:
 
 
 @pytest.mark.models
+def test_a_long_call_gets_every_core_even_from_a_busy_start() -> None:
+    recording = ThreadRecordingEmbedder()
+    lanes = ComputeLanes(2)
+    batcher = MicroBatchingEmbedder(recording, max_batch_texts=2, lanes=lanes)
+    taken: list[int] = []
+    release = _held(lanes, taken, whole=False, lone=False)  # one core busy elsewhere
+    texts = ["Wash your hands.", "Is there a vaccine?", "Can my dog catch it?"]
+    result: dict[str, NDArray[np.float32]] = {}
+    caller = threading.Thread(target=lambda: result.update(v=batcher.embed(texts)))
+    caller.start()
+    time.sleep(0.3)
+    assert recording.calls == []  # longer than a batch: it waits for both cores
+    release.set()
+    caller.join(30)
+    assert recording.threads == [2]
+    np.testing.assert_allclose(result["v"], minilm().embed(texts), atol=1e-5)
+
+
+@pytest.mark.models
 def test_many_callers_on_two_lanes_get_the_vectors_of_each_text_alone() -> None:
     counting = CountingEmbedder(minilm())
     batcher = MicroBatchingEmbedder(counting, max_batch_texts=4, lanes=ComputeLanes(2))
