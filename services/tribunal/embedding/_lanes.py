@@ -1,14 +1,12 @@
 """The process's cores, shared by every model's forward passes.
 
 Under load, passes run side by side, one core each, instead of one at a time over every
-core. On 2 CPU cores, MPNet embedding the same 192 queries took 2.35–2.41 s in batches
-of 16 one pass at a time with two torch threads, and 2.02–2.13 s as two single-threaded
-passes at once in batches of 8 or 16. The gap widens when the process has other work:
-with another thread busy a third of one core, the one-at-a-time passes took 3.38–3.55 s
-and the side-by-side ones 2.40–2.66 s, because a pass spread over every core waits, at
-each operation, for the thread that lost its core. A lone pass (a single request, no
-other pass running) or a long call (ingestion) still takes every core: alone, it is
-faster that way.
+core: a pass spread over every core waits, at each operation, for the thread that lost
+its core to the service's other threads, while a single-threaded pass only loses the
+time taken from it. On 2 cores (``bench/gateway.py``) the two embedders alone did
+1.24–1.30× the queries/s side by side, and the gateway at 16 clients 1.09–1.23× those of
+one pass at a time. A lone pass (a single request, no other pass running) or a long
+call (ingestion) still takes every core: alone, it is faster that way.
 """
 
 from __future__ import annotations
