@@ -91,6 +91,9 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         self._ready = threading.Condition()
         self._lanes = lanes
         self._workers: list[threading.Thread] = []
+        # One worker at a time waits for calls and a lane: the others would hold lanes
+        # with nothing to run (and a lone pass would not find every lane free).
+        self._gathering = threading.Lock()
         self._counted = threading.Lock()
         self._recent: OrderedDict[str, Vectors] = OrderedDict()
         self._recent_lock = threading.Lock()
@@ -188,8 +191,8 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                 self._ready.wait()
 
     def _next_batch(self) -> tuple[list[_Pending], bool]:
-        """The next pass's calls (none: another worker took them), and whether nothing
-        else is queued behind them."""
+        """The next pass's calls (none when none is queued), and whether nothing else is
+        queued behind them."""
         with self._ready:
             if not self._queue:
                 return [], True
@@ -219,10 +222,11 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         while True:
             # A core first, then the batch: the calls arriving while every core is busy
             # join the pass that gets the next free one.
-            self._wait_for_calls()
-            lanes.take_one()
-            batch, alone = self._next_batch()
-            if not batch:
+            with self._gathering:
+                self._wait_for_calls()
+                lanes.take_one()
+                batch, alone = self._next_batch()
+            if not batch:  # not expected: only the gathering worker takes calls
                 lanes.give(1)
                 continue
             texts = [text for pending in batch for text in pending.texts]
