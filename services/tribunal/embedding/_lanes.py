@@ -4,7 +4,7 @@ Under load, passes run side by side, one core each, instead of one at a time ove
 core: a pass spread over every core waits, at each operation, for the thread that lost
 its core to the service's other threads, while a single-threaded pass only loses the
 time taken from it. On 2 cores (``bench/gateway.py``) the two embedders alone did
-1.24–1.30× the queries/s side by side, and the gateway at 16 clients 1.09–1.23× those of
+1.14–1.26× the queries/s side by side, and the gateway at 16 clients 1.06–1.18× those of
 one pass at a time. A lone pass (a single request, no other pass running) or a long
 call (ingestion) still takes every core: alone, it is faster that way.
 """
