@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -19,13 +20,24 @@ from tribunal.embedding._lanes import ComputeLanes
 from tests.integration._retrieval import CountingEmbedder, minilm
 
 
+@contextmanager
+def _hold(lanes: ComputeLanes, *, whole: bool, lone: bool) -> Iterator[int]:
+    """Lanes held as a pass's worker holds them; yields the pass's threads."""
+    lanes.take_one()
+    held = lanes.widen(whole=whole, lone=lone)
+    try:
+        yield lanes.threads(held)
+    finally:
+        lanes.give(held)
+
+
 def _held(lanes: ComputeLanes, taken: list[int], *, whole: bool, lone: bool) -> threading.Event:
     """Hold cores on a thread until the returned event is set; ``taken`` gets the count."""
     release = threading.Event()
     holding = threading.Event()
 
     def hold() -> None:
-        with lanes.hold(whole=whole, lone=lone) as cores:
+        with _hold(lanes, whole=whole, lone=lone) as cores:
             taken.append(cores)
             holding.set()
             assert release.wait(30)
@@ -37,13 +49,13 @@ def _held(lanes: ComputeLanes, taken: list[int], *, whole: bool, lone: bool) -> 
 
 def test_a_lone_pass_takes_every_free_core_and_a_batch_one() -> None:
     lanes = ComputeLanes(2)
-    with lanes.hold(whole=False, lone=True) as cores:
+    with _hold(lanes, whole=False, lone=True) as cores:
         assert cores == 2
-    with lanes.hold(whole=False, lone=False) as cores:
+    with _hold(lanes, whole=False, lone=False) as cores:
         assert cores == 1
     taken: list[int] = []
     release = _held(lanes, taken, whole=False, lone=False)
-    with lanes.hold(whole=False, lone=True) as cores:  # one core is busy: a lone pass gets one
+    with _hold(lanes, whole=False, lone=True) as cores:  # one core is busy: a lone pass gets one
         assert cores == 1
     release.set()
     assert taken == [1]
@@ -51,14 +63,14 @@ def test_a_lone_pass_takes_every_free_core_and_a_batch_one() -> None:
 
 def test_fewer_lanes_than_cores_give_each_pass_a_share() -> None:
     one_at_a_time = ComputeLanes(2, lanes=1)
-    with one_at_a_time.hold(whole=False, lone=False) as threads:
+    with _hold(one_at_a_time, whole=False, lone=False) as threads:
         assert threads == 2  # the only lane: every core
     halves = ComputeLanes(4, lanes=2)
-    with halves.hold(whole=False, lone=False) as threads:
+    with _hold(halves, whole=False, lone=False) as threads:
         assert threads == 2
-        with halves.hold(whole=False, lone=True) as other:
+        with _hold(halves, whole=False, lone=True) as other:
             assert other == 2  # a lane is busy: a lone pass gets its own share only
-    with halves.hold(whole=False, lone=True) as threads:
+    with _hold(halves, whole=False, lone=True) as threads:
         assert threads == 4
     assert ComputeLanes(2, lanes=8).lanes == 2  # never more lanes than cores
 
@@ -70,7 +82,7 @@ def test_a_long_call_waits_for_every_core_and_later_passes_wait_behind_it() -> N
     release_first = _held(lanes, taken, whole=False, lone=False)
 
     def run(name: str, *, whole: bool) -> None:
-        with lanes.hold(whole=whole, lone=False) as cores:
+        with _hold(lanes, whole=whole, lone=False) as cores:
             order.append(f"{name}:{cores}")
 
     long_call = threading.Thread(target=run, args=("long",), kwargs={"whole": True})

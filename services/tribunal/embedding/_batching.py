@@ -191,11 +191,9 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                 self._ready.wait()
 
     def _next_batch(self) -> tuple[list[_Pending], bool]:
-        """The next pass's calls (none when none is queued), and whether nothing else is
-        queued behind them."""
+        """The next pass's calls (the gathering worker saw the queue non-empty, and only
+        it takes calls), and whether nothing else is queued behind them."""
         with self._ready:
-            if not self._queue:
-                return [], True
             batch = [self._queue.popleft()]
             size = len(batch[0].texts)
             # Under load (the last pass gathered several calls) a short wait fills the
@@ -226,17 +224,11 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                 self._wait_for_calls()
                 lanes.take_one()
                 batch, alone = self._next_batch()
-            if not batch:  # not expected: only the gathering worker takes calls
-                lanes.give(1)
-                continue
             texts = [text for pending in batch for text in pending.texts]
-            held = 1
-            if len(texts) > self.max_batch_texts or batch[0].progress:
-                lanes.give(1)  # a long call runs alone over every core
-                lanes.take_all()
-                held = lanes.lanes
-            elif len(batch) == 1 and alone:
-                held += lanes.take_rest()
+            held = lanes.widen(
+                whole=len(texts) > self.max_batch_texts or batch[0].progress,
+                lone=len(batch) == 1 and alone,
+            )
             try:
                 use_torch_threads(lanes.threads(held))
                 started = time.perf_counter()

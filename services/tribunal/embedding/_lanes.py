@@ -12,8 +12,6 @@ call (ingestion) still takes every core: alone, it is faster that way.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 __all__ = ["ComputeLanes", "process_lanes"]
 
@@ -74,25 +72,15 @@ class ComputeLanes:
             self._free += lanes
             self._changed.notify_all()
 
-    @contextmanager
-    def hold(self, *, whole: bool, lone: bool) -> Iterator[int]:
-        """Hold lanes for one pass; yields how many threads the pass may use.
-
-        Args:
-            whole: Wait for every lane (a long call: it runs alone, as fast as it can).
-            lone: The pass serves a single call with nothing queued: every lane when all
-                are free, else one.
-        """
+    def widen(self, *, whole: bool, lone: bool) -> int:
+        """The lanes a pass holds, given the one it took: every lane for a long call
+        (``whole``: it runs alone, as fast as it can; waits for them), every lane for a
+        lone pass (a single call with nothing queued) when all are free, else the one."""
         if whole:
+            self.give(1)
             self.take_all()
-            taken = self.lanes
-        else:
-            self.take_one()
-            taken = 1 + (self.take_rest() if lone else 0)
-        try:
-            yield self.threads(taken)
-        finally:
-            self.give(taken)
+            return self.lanes
+        return 1 + (self.take_rest() if lone else 0)
 
 
 _PROCESS_LANES: dict[tuple[int, int | None], ComputeLanes] = {}
