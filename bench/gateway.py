@@ -237,14 +237,17 @@ def _passes(settings: Settings) -> dict[str, tuple[int, int, float]]:
     return out
 
 
-def _embedder_limit(settings: Settings, queries: list[str], size: int) -> dict[str, Any]:
-    """The hot path's models (retrieval's embedder, the feature matcher's) embedding the
-    queries alone in batches of ``size`` (fresh models, no cache), the faster of two ways:
-    one pass at a time over every core, one model after the other; or one
-    single-threaded pass per core at once, each core taking its share of the queries
-    through both models. Queries/s."""
+def _embedder_limit(
+    settings: Settings, queries: list[str], size: int, keys: list[str] | None = None
+) -> dict[str, Any]:
+    """The hot path's models (``keys``; default retrieval's embedder, then the feature
+    matcher's) embedding the queries alone in batches of ``size`` (fresh models, no
+    cache), the faster of two ways: one pass at a time over every core, one model after
+    the other; or one single-threaded pass per core at once, each core taking its share
+    of the queries through every model. Queries/s."""
     cores = apply_thread_policy(settings.server.compute_threads)
-    models = {key: load_profile_embedder(settings, key) for key in _model_keys(settings)}
+    keys = _model_keys(settings) if keys is None else keys
+    models = {key: load_profile_embedder(settings, key) for key in keys}
     for embedder in models.values():
         embedder.embed(queries[:size])  # warm-up
     per_model = {}

@@ -17,10 +17,12 @@ model's size, not its weights):
 Rounds alternate (two, one, two, one, ...) after a warm-up that asks every query once
 (a tuned model embeds an entry at its first match). Every round asks the same
 paraphrases, each once, after the models' memories of recent texts are cleared, so no
-round finds another's query vectors; and takes its own limit first: the path's models embedding
-those queries alone, one after the other, in batches of 16 (the largest batch 16
-clients can form). Both paths fall back on every answer (the shipped calibrator is not
-certified for these tunes), after the same retrieval and matching.
+round finds another's query vectors; and takes its own limit first: the path's models
+embedding those queries alone in batches of 16 (the largest batch 16 clients can form),
+the faster of one pass at a time over every core and single-threaded passes side by
+side, one per core (as ``bench/gateway.py`` takes its limit). Both paths fall back on
+every answer (the shipped calibrator is not certified for these tunes), after the same
+retrieval and matching.
 
     .venv/bin/python bench/one_pass.py [--rounds 3] [--concurrent-queries 160]
         [--out .build/bench/one_pass.json]
@@ -33,7 +35,6 @@ import json
 import os
 import shutil
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,12 @@ from gateway import (
     GatewayClient,
     _bench_settings,
     _concurrent,
+    _embedder_limit,
     _paraphrases,
 )
 from tribunal.commands.demo import _ingest, _questions
 from tribunal.core import Settings, model_path
-from tribunal.embedding import load_profile_embedder, shared_profile_embedder
+from tribunal.embedding import shared_profile_embedder
 from tribunal.embedding._batching import MicroBatchingEmbedder
 from tribunal.ensemble import (
     FeatureEmbedder,
@@ -93,21 +95,14 @@ def _models(settings: Settings, path: str, tuned: TunedMatcher, name: str) -> li
     return [matcher] if path == "one model" else [shared_profile_embedder(settings), matcher]
 
 
-def _limit(settings: Settings, path: str, queries: list[str], size: int) -> float:
-    """Queries/s of the path's models embedding ``queries`` alone, in batches of ``size``
-    (fresh models: no memory; the tuned model is a copy of the matcher's)."""
+def _limit(settings: Settings, path: str, queries: list[str], size: int) -> dict[str, Any]:
+    """The path's models embedding ``queries`` alone in batches of ``size``, the faster
+    of one pass at a time and single-threaded passes side by side (fresh models: no
+    memory; the tuned model is a copy of the matcher's)."""
     keys = [MatchFeaturesArtifact.load(features_path(settings)).embedder.model_key]
     if path == "two models":
         keys.insert(0, settings.roles.embedder)  # type: ignore[union-attr]
-    seconds = 0.0
-    for key in keys:
-        embedder = load_profile_embedder(settings, key)
-        embedder.embed(queries[:size])  # warm-up
-        started = time.perf_counter()
-        for start in range(0, len(queries), size):
-            embedder.embed(queries[start : start + size])
-        seconds += time.perf_counter() - started
-    return len(queries) / seconds
+    return _embedder_limit(settings, queries, size, keys)
 
 
 def _round(
@@ -122,7 +117,8 @@ def _round(
     """One path's round: its limit, then every query once at ``concurrency``."""
     for model in models:
         model.forget_recent()
-    limit = _limit(settings, path, queries, concurrency)
+    measured = _limit(settings, path, queries, concurrency)
+    limit = measured["queries_per_s"]
     before = [(m.passes_, m.texts_) for m in models]
     result = _concurrent(client, queries, concurrency)
     texts = sum(m.texts_ - b[1] for m, b in zip(models, before, strict=True))
@@ -136,6 +132,7 @@ def _round(
     return {
         **result,
         "limit_queries_per_s": limit,
+        "limit": measured,
         "share_of_limit": share,
         "texts_per_query": texts / len(queries),
         "passes": passes,

@@ -36,13 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "tune",
         help="teach a collection's KB and refit its matcher on the fit part of its traffic",
-        description="Split the labelled traffic (seeded, recorded) into train / head / "
-        "held-out; add the train queries as phrasings of the entries that answer them (an "
-        "audited, signed KB change through approved phrasing links); optionally fine-tune "
-        "the feature matcher's bi-encoder on them (--encoder-epochs); refit its matching "
-        "head on the head queries; report AUROC before and after on the held-out part, and "
-        "write a versioned directory bound to the collection. `tribunal calibrate` then "
-        "certifies on the held-out part only.",
+        description="Split the labelled traffic (seeded, recorded) into train and held-out "
+        "parts (and a head part with --head-fraction); add the train queries as phrasings of "
+        "the entries that answer them (an audited, signed KB change through approved phrasing "
+        "links); optionally fine-tune the feature matcher's bi-encoder on them "
+        "(--encoder-epochs); refit its matching head on the train queries, each with its own "
+        "phrasing left out (on the head part when there is one); report AUROC before and "
+        "after on the held-out part, and write a versioned directory bound to the collection. "
+        "`tribunal calibrate` then certifies on the held-out part only.",
     )
     parser.add_argument("--collection", required=True, help="the KB collection the traffic asks")
     parser.add_argument("--traffic", type=Path, required=True, help="labelled queries (JSONL)")
