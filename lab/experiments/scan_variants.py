@@ -93,9 +93,11 @@ def safety_net(share: float) -> Scan:
         grid = plan_grid(plan)
         if not grid.size:
             return None
-        kwargs = {"alpha": alpha, "test": binomial_p_value}
-        planned = plan_start(plan, grid, tested.n, delta=DELTA * (1 - share), **kwargs)
-        chance = pass_chances(plan, grid, tested.n, delta=DELTA * share, **kwargs)[1]
+        test = binomial_p_value
+        planned = plan_start(
+            plan, grid, tested.n, alpha=alpha, delta=DELTA * (1 - share), test=test
+        )
+        chance = pass_chances(plan, grid, tested.n, alpha=alpha, delta=DELTA * share, test=test)[1]
         safe = int(np.argmax(chance))
         levels = {float(grid[planned]): DELTA * (1 - share)}
         levels[float(grid[safe])] = levels.get(float(grid[safe]), 0.0) + DELTA * share
