@@ -96,6 +96,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--learning-rate", type=float, default=2e-5, help="(2e-5)")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop after N steps (-1: epochs)")
     parser.add_argument(
+        "--time-budget-s",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="wall-clock seconds the whole tune may take: an encoder fine-tune stops early, "
+        "at an optimiser step, to end within them, and records the steps it ran (600)",
+    )
+    parser.add_argument(
+        "--no-time-budget",
+        action="store_true",
+        help="let an encoder fine-tune run every step its epochs ask for",
+    )
+    parser.add_argument(
         "--created", default=None, help="creation time to record (ISO 8601; default: now)"
     )
     parser.set_defaults(func=_tune)
@@ -137,6 +150,7 @@ def _tune(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
         max_steps=args.max_steps,
+        time_budget_s=None if args.no_time_budget else args.time_budget_s,
     )
     traffic = read_traffic(args.traffic)
     if args.classes is not None:
@@ -152,6 +166,13 @@ def _tune(args: argparse.Namespace) -> int:
             f"taught {taught['links']} phrasings to {taught['entries']} entries in "
             f"{taught['seconds']:.0f} s (KB version {taught['kb_version']}; not taught: "
             f"{taught['skipped']})"
+        )
+    encoder = outcome.metrics.get("encoder")
+    if encoder:
+        cut = " (stopped by the time budget)" if encoder["stopped_by_time_budget"] else ""
+        print(
+            f"encoder fine-tune: {encoder['steps']} of {encoder['planned_steps']} optimiser "
+            f"steps{cut}"
         )
     print(
         f"held-out ({outcome.metrics['heldout_queries']} queries, "
@@ -201,7 +222,7 @@ def tune_collection(
 ) -> tuple[TunedMatcher, Path, TuneOutcome]:
     """What ``tribunal tune`` does once its inputs are read: tune, seal, write
     ``DATA_DIR/tuned/<collection>/<version>/`` and make it current; the sealed matcher,
-    its directory and the outcome."""
+    its directory and the outcome. ``config.time_budget_s`` counts from this call."""
     from datetime import UTC, datetime
 
     from ..core import load_embedder
@@ -220,6 +241,8 @@ def tune_collection(
     )
     from ._teaching import rejected_links, tune_actor, write_teaching
 
+    budget = config.time_budget_s
+    deadline = None if budget is None else time.monotonic() + budget
     entries, content_version, size = _collection(settings, collection)
     served = MatchFeaturesArtifact.load(features_path(settings))
     base_key = base or served.embedder.model_key
@@ -282,6 +305,7 @@ def tune_collection(
                 taught=plan.taught(entries) if plan is not None else None,
                 served_vectors=stores[served_embedder.name],
                 base_vectors=stores[base_name],
+                deadline=deadline,
             )
         if plan is not None:
             # Written only once the tune succeeded; the binding below is the taught KB's.

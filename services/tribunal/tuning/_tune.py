@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from ..confidence import Traffic
 from ..core import InvalidArgumentError
+from ._budget import MARGIN_SHARE, TrainingDeadline, price_after_training
 from ._pair_features import EntryTexts, PairFeatures, pair_features
 from ._split import TuneSplit, split_for_tuning
 
@@ -83,6 +84,11 @@ class TuneConfig:
     warmup_ratio: float = 0.1
     max_steps: int = -1
     """Stop after this many optimiser steps (-1: the epochs decide)."""
+    time_budget_s: float | None = 600.0
+    """Wall-clock seconds the whole tune may take. The encoder fine-tune stops at the
+    last optimiser step that leaves room for what follows it (priced before training,
+    :mod:`._budget`); the steps run are recorded. None: no budget. Without a fine-tune
+    nothing is cut."""
     min_train_answerable: int = 40
     """Fewest answerable train queries worth a tune."""
     min_heldout: int = 30
@@ -121,6 +127,13 @@ class TuneConfig:
                 "train queries, so the head cannot be fitted on them): give head_fraction > 0 "
                 "or leave it unset (0.25)",
                 field="head_fraction",
+            )
+        if self.time_budget_s is not None and not (
+            math.isfinite(self.time_budget_s) and self.time_budget_s > 0
+        ):
+            raise InvalidArgumentError(
+                f"time_budget_s must be > 0 seconds (or None: no budget), got {self.time_budget_s}",
+                field="time_budget_s",
             )
         if not (self.epochs >= 0 and self.batch_size >= 2 and self.learning_rate > 0):
             raise InvalidArgumentError(
@@ -252,7 +265,11 @@ def _examples(
 
 
 def _train(
-    model: SentenceTransformer, columns: dict[str, list[str]], config: TuneConfig, work: Path
+    model: SentenceTransformer,
+    columns: dict[str, list[str]],
+    config: TuneConfig,
+    work: Path,
+    deadline: TrainingDeadline,
 ) -> None:
     """Contrastive fine-tune with the library's trainer (no hand-written loop)."""
     from datasets import Dataset
@@ -286,8 +303,36 @@ def _train(
         args=arguments,
         train_dataset=dataset,
         loss=MultipleNegativesRankingLoss(model),
+        callbacks=[deadline.callback()],
     )
     trainer.train()
+
+
+def _deadline(
+    traffic: Traffic,
+    split: TuneSplit,
+    entries: EntryTexts,
+    base: Embedder,
+    *,
+    config: TuneConfig,
+    deadline: float | None,
+) -> TrainingDeadline:
+    """The fine-tune's deadline, less the price of what follows it: the fine-tuned model
+    embedding every entry text (no stored vector is its) and the head and held-out
+    queries, priced on a sample embedded by the base model, plus a margin for writing."""
+    if deadline is None:
+        return TrainingDeadline(None, 0.0)
+    phrasings = entries.all_phrasings()
+    flat = [text for texts in phrasings for text in texts]
+    both = [f"{text} {entries.answers[j]}" for j, texts in enumerate(phrasings) for text in texts]
+    rows = itertools.chain(split.head or split.train, split.heldout)
+    reserve = price_after_training(
+        base.embed,
+        long_texts=[*entries.answers, *both],
+        short_texts=[*flat, *(traffic.queries[i].query for i in rows)],
+    )
+    assert config.time_budget_s is not None  # a deadline comes from a budget
+    return TrainingDeadline(deadline, reserve + MARGIN_SHARE * config.time_budget_s)
 
 
 def _pairs(
@@ -377,6 +422,7 @@ def tune_matcher(
     taught: EntryTexts | None = None,
     served_vectors: VectorStore | None = None,
     base_vectors: VectorStore | None = None,
+    deadline: float | None = None,
 ) -> TuneOutcome:
     """Split, check, train, fit the head, measure (see the module docstring).
 
@@ -391,11 +437,15 @@ def tune_matcher(
     is kept there — the base model's only while its weights stay as they are (no
     fine-tune) — so that neither this tune nor the matcher it leaves embeds an entry
     text twice: with answers of a few hundred words, those passes are most of a tune.
+    ``deadline``: the :func:`time.monotonic` instant the whole tune must end by (default:
+    ``config.time_budget_s`` from now); the encoder fine-tune stops early to meet it.
 
     Raises:
         TooLittleDataError: see :func:`check_enough`.
     """
     started = time.perf_counter()
+    if deadline is None and config.time_budget_s is not None:
+        deadline = time.monotonic() + config.time_budget_s
     if split is None:
         split = split_for_tuning(
             traffic.queries,
@@ -414,6 +464,7 @@ def tune_matcher(
     )
     entries = taught or entries
     examples = {"query_triples": 0, "phrasing_pairs": 0, "answer_pairs": 0}
+    encoder: dict[str, Any] | None = None
     if config.epochs > 0:
         columns, examples = _examples(traffic, split, entries, base_embedder, config.seed)
         print(
@@ -423,7 +474,21 @@ def tune_matcher(
             "pairs",
             flush=True,
         )
-        _train(base_model, columns, config, work)
+        budget = _deadline(
+            traffic, split, taught or entries, base_embedder, config=config, deadline=deadline
+        )
+        if budget.room() > 0:
+            _train(base_model, columns, config, work, budget)
+        else:
+            budget.stopped_early_ = True
+        if budget.stopped_early_:
+            print(
+                f"tune: the encoder fine-tune stopped after {budget.steps_} optimiser steps "
+                f"to end within the time budget ({config.time_budget_s:.0f} s for the whole "
+                f"tune; {budget.reserve:.0f} s kept for what follows)",
+                flush=True,
+            )
+        encoder = budget.record()
     else:
         print(
             f"tune: {len(split.train)} train / {len(split.head)} head / {len(split.heldout)} "
@@ -472,6 +537,8 @@ def tune_matcher(
         },
         "after": _measure(head, after_features, heldout_right, pair_set),
     }
+    if encoder is not None:
+        metrics["encoder"] = encoder
     return TuneOutcome(base_model, head, split, metrics, examples, time.perf_counter() - started)
 
 
