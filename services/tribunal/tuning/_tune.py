@@ -132,7 +132,8 @@ class TuneConfig:
             math.isfinite(self.time_budget_s) and self.time_budget_s > 0
         ):
             raise InvalidArgumentError(
-                f"time_budget_s must be > 0 seconds (or None: no budget), got {self.time_budget_s}",
+                "time_budget_s must be a number of seconds > 0 (no budget: None, or "
+                f"`tribunal tune --no-time-budget`), got {self.time_budget_s}",
                 field="time_budget_s",
             )
         if not (self.epochs >= 0 and self.batch_size >= 2 and self.learning_rate > 0):
