@@ -109,6 +109,8 @@ def test_tune_writes_a_bound_versioned_artifact_with_its_split(
     # The default 10-minute budget leaves room for the 3 steps asked for.
     assert metrics["encoder"]["steps"] == metrics["encoder"]["planned_steps"] == 3
     assert metrics["encoder"]["stopped_by_time_budget"] is False
+    assert metrics["encoder"]["seconds_after_training_priced"] > 0
+    assert metrics["encoder"]["seconds_after_training"] > 0
     assert "encoder fine-tune: 3 of 3 optimiser steps\n" in printed
     assert manifest["examples"]["query_triples"] >= 126
     # The train part taught the KB: each taught query is a train query, none held out or

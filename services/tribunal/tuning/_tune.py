@@ -490,6 +490,7 @@ def tune_matcher(
                 flush=True,
             )
         encoder = budget.record()
+        trained = time.perf_counter()
     else:
         print(
             f"tune: {len(split.train)} train / {len(split.head)} head / {len(split.heldout)} "
@@ -539,6 +540,9 @@ def tune_matcher(
         "after": _measure(head, after_features, heldout_right, pair_set),
     }
     if encoder is not None:
+        # Beside the price: how long the embedding after training took (the writing after
+        # this function comes out of the margin).
+        encoder["seconds_after_training"] = round(time.perf_counter() - trained, 1)
         metrics["encoder"] = encoder
     return TuneOutcome(base_model, head, split, metrics, examples, time.perf_counter() - started)
 
