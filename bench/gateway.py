@@ -294,6 +294,14 @@ def _bench_settings(concurrency: int) -> Settings:
     return settings.model_copy(update={"gateway": gateway, "server": server})
 
 
+def served_demo_kb(concurrency: int, data: Path = SHARED) -> Settings:
+    """The bench's settings for ``concurrency`` clients, with the demo's FAQ ingested
+    into :data:`COLLECTION` (what every gateway benchmark here starts from)."""
+    settings = _bench_settings(concurrency)
+    _ingest(settings, data, COLLECTION)
+    return settings
+
+
 def _variant(settings: Settings, **retrieval: Any) -> Settings:
     return settings.model_copy(
         update={"retrieval": settings.retrieval.model_copy(update=retrieval)}
@@ -557,8 +565,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path(".build/bench/gateway.json"))
     args = parser.parse_args()
 
-    settings = _bench_settings(args.concurrency)
-    _ingest(settings, args.data, COLLECTION)
+    settings = served_demo_kb(args.concurrency, args.data)
     questions = _questions(args.data, args.queries, args.seed)
     asked = {q for q, _ in questions}
     warm = _paraphrases(args.data, asked, 64, args.seed + 1)

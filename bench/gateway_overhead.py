@@ -32,8 +32,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--out", type=Path, default=Path(".build/bench/gateway_overhead.json"))
     args = parser.parse_args()
-    settings = bench._bench_settings(args.concurrency)
-    bench._ingest(settings, bench.SHARED, bench.COLLECTION)
+    settings = bench.served_demo_kb(args.concurrency)
     loaded = bench._paraphrases(bench.SHARED, set(), args.queries, 9)
     client = bench.GatewayClient(settings)
     rounds = []

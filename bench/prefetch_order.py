@@ -62,8 +62,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--out", type=Path, default=Path(".build/bench/prefetch_order.json"))
     args = parser.parse_args()
-    settings = bench._bench_settings(args.concurrency)
-    bench._ingest(settings, bench.SHARED, bench.COLLECTION)
+    settings = bench.served_demo_kb(args.concurrency)
     asked = {q for q, _ in bench._questions(bench.SHARED, 8, 7)}
     warm = bench._paraphrases(bench.SHARED, asked, 64, 8)
     loaded = bench._paraphrases(bench.SHARED, asked | set(warm), 192, 9)

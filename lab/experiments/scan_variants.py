@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -185,11 +186,9 @@ def simulated(splits: int) -> None:
                 )
 
 
-def _parts(work: Path, seed: int) -> tuple[Labelled, Labelled, Labelled]:
-    traffic = read_traffic(work / "calibration.jsonl")
-    observed, _ = read_signals(work / "traffic-signals.jsonl", traffic)
-    test = read_traffic(work / "test.jsonl")
-    test_observed = read_signals(work / "test-signals.jsonl", test)[0]
+def _parts(recorded_run: tuple[Any, ...], seed: int) -> tuple[Labelled, Labelled, Labelled]:
+    """(plan, certify, test) of one calibration split of a recorded run."""
+    traffic, observed, test, test_observed = recorded_run
     config = CalibrationConfig(seed=seed, holdout_fraction=HOLDOUT)
     split = split_traffic(
         traffic.queries,
@@ -200,8 +199,8 @@ def _parts(work: Path, seed: int) -> tuple[Labelled, Labelled, Labelled]:
     calibrator = make_calibrator(config.calibrator, score=config.score, signals=config.signals)
     calibrator.fit(*_candidate_rows(traffic, observed, split.fit))
 
-    def labelled(traffic_: object, observed_: object, rows: NDArray[np.int64]) -> Labelled:
-        confidence, right, _ = decisions(calibrator, traffic_, observed_, rows)  # type: ignore[arg-type]
+    def labelled(traffic_: Any, observed_: Any, rows: NDArray[np.int64]) -> Labelled:
+        confidence, right, _ = decisions(calibrator, traffic_, observed_, rows)
         return Labelled.of(confidence, right)
 
     return (
@@ -211,11 +210,24 @@ def _parts(work: Path, seed: int) -> tuple[Labelled, Labelled, Labelled]:
     )
 
 
+def _read_run(work: Path) -> tuple[Any, ...]:
+    """A recorded run's traffic and test split with their signals, read once."""
+    traffic = read_traffic(work / "calibration.jsonl")
+    test = read_traffic(work / "test.jsonl")
+    return (
+        traffic,
+        read_signals(work / "traffic-signals.jsonl", traffic)[0],
+        test,
+        read_signals(work / "test-signals.jsonl", test)[0],
+    )
+
+
 def recorded(work: Path, seeds: int) -> None:
     print(f"\n{work} — {seeds} calibration splits, answered share of the test split")
     print("| α | " + " | ".join(RULES) + " |")
     print("|---|" + "---|" * len(RULES))
-    parts = [_parts(work, seed) for seed in range(seeds)]
+    run = _read_run(work)
+    parts = [_parts(run, seed) for seed in range(seeds)]
     for alpha in ALPHAS:
         cells = []
         for certify in RULES.values():

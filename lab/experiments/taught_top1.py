@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,9 +26,9 @@ from tribunal.retrieval import KnowledgeBase
 from tribunal.tuning import EntryTexts, TunedMatcher, current_tuned_dir, pair_features, query_key
 
 
-def _entries(data: Path, collection: str) -> tuple[EntryTexts, EntryTexts]:
+def _entries(settings: Any, collection: str) -> tuple[EntryTexts, EntryTexts]:
     """The collection's entries as taught, and with each entry's own question only."""
-    kb = KnowledgeBase.from_settings(load_settings("tiny", data_dir=str(data)), checker=None)
+    kb = KnowledgeBase.from_settings(settings, checker=None)
     try:
         stored = sorted(kb.collection(collection).store.iter_entries(), key=lambda e: e.id)
     finally:
@@ -52,7 +53,7 @@ def main() -> int:
     if directory is None:
         parser.error(f"no tune of {args.collection!r} under {data}")
     tuned = TunedMatcher.load(directory)
-    taught, untaught = _entries(data, args.collection)
+    taught, untaught = _entries(settings, args.collection)
     held = set(tuned.manifest["split"]["heldout_keys"])
     rows = [
         q
