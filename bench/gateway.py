@@ -14,6 +14,10 @@ Everything runs in one process on the demo's KB (the COVID FAQ, self-evidenced):
 - **new, one pass at a time**: the same gateway with ``retrieval.embed_lanes: 1``: one
   forward pass at a time over every core, as the gateway ran them before passes ran side
   by side, one core each. Asked in the same rounds, the order alternating.
+- **new, passes starting at once**: the same gateway with
+  ``retrieval.micro_batch_wait_s: 0`` (a pass under load starts with the calls that
+  arrived while the previous one ran, instead of waiting up to 0.02 s for more). Asked
+  in the same rounds.
 - **new, unbatched**: the same gateway with ``retrieval.micro_batch_texts: 1`` (one
   forward pass per call, the calls still queued for the model's workers), at
   concurrency 16: what micro-batching adds.
@@ -69,6 +73,8 @@ from tribunal.v1 import (
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid-qa"
 COLLECTION = "covid-bench"
+WAIT_VARIANT_S = 0.0
+"""The batching wait of the variant beside the default (0: a pass starts at once)."""
 
 
 class PerQueryEntailment:
@@ -422,10 +428,16 @@ def _throughput(
     embedders' limit."""
     one_lane_settings = _variant(settings, embed_lanes=1)
     one_lane = GatewayClient(one_lane_settings)
+    at_once_settings = _variant(settings, micro_batch_wait_s=WAIT_VARIANT_S)
+    at_once = GatewayClient(at_once_settings)
     unbatched = GatewayClient(_variant(settings, micro_batch_texts=1))
-    variants = {"new": (settings, new), "one_pass_at_a_time": (one_lane_settings, one_lane)}
+    variants = {
+        "new": (settings, new),
+        "one_pass_at_a_time": (one_lane_settings, one_lane),
+        "starts_at_once": (at_once_settings, at_once),
+    }
     try:
-        for client in (new, one_lane, unbatched):
+        for client in (new, one_lane, at_once, unbatched):
             # The KB entries' vectors, as a running service has them.
             _concurrent(client, warm, concurrency)
         per_round = [
@@ -438,6 +450,7 @@ def _throughput(
         ceiling = _embedder_limit(settings, loaded, settings.retrieval.micro_batch_texts)
     finally:
         unbatched.close()
+        at_once.close()
         one_lane.close()
     shares = sorted(r["new"]["share_of_limit"] for r in per_round)
     median = shares[len(shares) // 2]
@@ -446,6 +459,9 @@ def _throughput(
     batched = dict(median_round["new"], limit=median_round["limit"])
     ratios = sorted(
         r["new"]["queries_per_s"] / r["one_pass_at_a_time"]["queries_per_s"] for r in per_round
+    )
+    over_at_once = sorted(
+        r["new"]["queries_per_s"] / r["starts_at_once"]["queries_per_s"] for r in per_round
     )
     return {
         "concurrency": concurrency,
@@ -458,6 +474,7 @@ def _throughput(
         "ceiling_batch": settings.retrieval.micro_batch_texts,
         "share_of_limit": median,
         "side_by_side_over_one_at_a_time": ratios[len(ratios) // 2],
+        "waiting_over_at_once": over_at_once[len(over_at_once) // 2],
     }
 
 
@@ -506,24 +523,35 @@ def _concurrent_table(result: dict[str, Any]) -> None:
     )
     print(
         "| round | limit: models alone (one at a time / side by side) | new, queries/s "
-        "| share | p50 s | p99 s | one pass at a time, queries/s | share | new / it |"
+        "| share | p50 s | p99 s | one pass at a time, queries/s | share | new / it "
+        "| passes starting at once, queries/s | share | new / it |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for number, row in enumerate(result["rounds"], start=1):
-        limit_row, new, old = row["limit"], row["new"], row["one_pass_at_a_time"]
+        limit_row, new = row["limit"], row["new"]
+        old, at_once = row["one_pass_at_a_time"], row["starts_at_once"]
         print(
             f"| {number} | {limit_row['queries_per_s']:.1f} "
             f"({limit_row['one_at_a_time_queries_per_s']:.1f} / "
             f"{limit_row['side_by_side_queries_per_s']:.1f}) | {new['queries_per_s']:.1f} | "
             f"{new['share_of_limit']:.0%} | {new['p50_s']:.3f} | {new['p99_s']:.3f} | "
             f"{old['queries_per_s']:.1f} | {old['share_of_limit']:.0%} | "
-            f"{new['queries_per_s'] / old['queries_per_s']:.2f}x |"
+            f"{new['queries_per_s'] / old['queries_per_s']:.2f}x | "
+            f"{at_once['queries_per_s']:.1f} | {at_once['share_of_limit']:.0%} | "
+            f"{new['queries_per_s'] / at_once['queries_per_s']:.2f}x |"
         )
     print(
         f"median share of the limit: {result['share_of_limit']:.0%}; passes side by side "
         f"answered {result['side_by_side_over_one_at_a_time']:.2f}x the queries/s of one "
-        "pass at a time (median round)"
+        f"pass at a time, and passes waiting for more calls {result['waiting_over_at_once']:.2f}x "
+        "those of passes starting at once (median rounds)"
     )
+    for name in ("new", "starts_at_once"):
+        cpu = sorted(row[name]["cpu_share"] for row in result["rounds"])
+        print(
+            f"the process's share of the cores, {name}: "
+            + " / ".join(f"{share:.0%}" for share in cpu)
+        )
     unbatched = result["new_unbatched"]
     ceiling = result["ceiling"]["queries_per_s"]
     after = result["limit_after"]["queries_per_s"]

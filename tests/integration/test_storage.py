@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
-from tribunal.core import ConfigError, NotFoundError
+from tribunal.core import ConfigError, NotFoundError, UnavailableError
 from tribunal.core.storage import Database, DecisionRecord, EscalationRecord
 
 
@@ -89,6 +89,25 @@ def test_escalations_are_keyed_by_content(database_url: str) -> None:
     assert [e.id for e in queued] == [first, other]
     assert queued[0].answers == ("a",)
     assert queued[0].status == "open"
+    db.close()
+
+
+def test_a_decision_and_its_escalation_are_written_together_or_not_at_all(
+    database_url: str,
+) -> None:
+    db = Database(database_url)
+    item = EscalationRecord(query="q", chunk="passage", reason="audit", item_id="i-2")
+    audit_id, escalation_id = db.record_decision(_record(), item)
+    (queued,) = db.escalations()
+    assert (queued.id, queued.audit_id) == (escalation_id, audit_id)
+    assert db.decision(audit_id).created_at is not None  # the column default, applied
+    # The same decision id again fails as a whole: no second escalation is queued.
+    again = EscalationRecord(query="q", chunk="other passage", reason="audit")
+    with pytest.raises(UnavailableError, match="failed"):
+        db.record_decision(_record(id=audit_id), again)
+    assert [e.id for e in db.escalations()] == [escalation_id]
+    with pytest.raises(UnavailableError, match="failed"), db.connection() as connection:
+        connection.execute(text("SELECT * FROM no_such_table"))
     db.close()
 
 

@@ -146,14 +146,16 @@ class StateStore:
             session.add(LiveStateRow(id=uuid.uuid4().hex, created_at=_utcnow(), **values))
 
     def latest(self, collection: str) -> LiveState | None:
+        # The row's columns on a plain connection, not an ORM object in a session: the
+        # gateway reads this once per decision.
         statement = (
-            select(LiveStateRow)
+            select(*LiveStateRow.__table__.columns)
             .where(LiveStateRow.collection == collection)
             .order_by(LiveStateRow.created_at.desc(), LiveStateRow.id)
             .limit(1)
         )
-        with self.db.session() as session:
-            row = session.scalars(statement).first()
+        with self.db.connection() as connection:
+            row = connection.execute(statement).first()
             return None if row is None else _state(row)
 
     def history(self, collection: str, limit: int = 100) -> list[LiveState]:
@@ -168,7 +170,8 @@ class StateStore:
             return [_state(row) for row in session.scalars(statement).all()]
 
 
-def _state(row: LiveStateRow) -> LiveState:
+def _state(row: Any) -> LiveState:
+    """A state from a :class:`LiveStateRow` or a result row of its columns."""
     values = {name: getattr(row, name) for name in _COLUMNS}
     if row.restart_at is not None:
         values["restart_at"] = as_utc(row.restart_at)

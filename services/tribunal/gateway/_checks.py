@@ -40,8 +40,7 @@ from ..confidence import ConfidenceScorer, ScoreResult
 from ..confidence._proto import signals_from_proto
 from ..core import TribunalError
 from ..entailment import checker_version
-from ..kb import Chunk as DomainChunk
-from ..kb import KbEntry, answer_sha256, self_sourced
+from ..kb import answer_sha256, chunks_cut_from_answer
 from ..retrieval import TrustedKeys, trusted_keys
 from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, retrieval_pb2
 from ._provenance import ProvenanceMemory
@@ -199,16 +198,6 @@ def _check_scores_of(
         )
 
 
-def _domain_entry(entry: common_pb2.KbEntry) -> KbEntry:
-    return KbEntry(
-        id=entry.id,
-        question=entry.question,
-        answer=entry.answer,
-        chunks=tuple(DomainChunk(c.id, c.text, c.title) for c in entry.chunks),
-        questions=tuple(entry.questions),
-    )
-
-
 def _check_verification(hit: retrieval_pb2.SearchHit, where: str) -> None:
     stage = "retrieval"
     if not hit.HasField("verification"):
@@ -222,8 +211,8 @@ def _check_verification(hit: retrieval_pb2.SearchHit, where: str) -> None:
     if answer_sha256(hit.entry.answer) != verification.answer_sha256:
         raise _malformed(stage, f"{where}: the answer text does not hash to its stored sha256")
     _check_entailed(hit, where)
-    if verdict == retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED and not self_sourced(
-        _domain_entry(hit.entry)
+    if verdict == retrieval_pb2.VERIFICATION_VERDICT_SELF_EVIDENCED and not chunks_cut_from_answer(
+        hit.entry.answer, tuple(chunk.text for chunk in hit.entry.chunks)
     ):
         raise _malformed(stage, f"{where}: SELF_EVIDENCED, but it has supporting documents")
 

@@ -6,6 +6,7 @@ messages (:mod:`tribunal.kb._wire`), the Ray deployments pickle them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -117,9 +118,17 @@ def _words(text: str) -> str:
 def self_sourced(entry: KbEntry) -> bool:
     """True when the entry has no supporting documents: no chunk text at all, or only
     chunks cut from its own answer (each one occurs in the answer)."""
-    texts = [_words(chunk.text) for chunk in entry.chunks if chunk.text.strip()]
+    return chunks_cut_from_answer(entry.answer, tuple(chunk.text for chunk in entry.chunks))
+
+
+@functools.lru_cache(maxsize=4096)
+def chunks_cut_from_answer(answer: str, chunk_texts: tuple[str, ...]) -> bool:
+    """:func:`self_sourced` on an entry's texts: True when no chunk has text or each one
+    occurs in the answer. Kept per texts: the gateway checks it for every self-evidenced
+    hit of every query, and the same entries come back query after query."""
+    texts = [_words(text) for text in chunk_texts if text.strip()]
     if not texts:
         return True
-    answer = f" {_words(entry.answer)} "
+    words = f" {_words(answer)} "
     # Whole words: " covid 19 " is in the answer, "vid 1" is not.
-    return all(f" {text} " in answer for text in texts)
+    return all(f" {text} " in words for text in texts)

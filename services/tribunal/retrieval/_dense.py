@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import faiss
 import numpy as np
@@ -34,9 +33,11 @@ IVFPQ = "IndexIVFPQ"
 _IVFPQ_MIN_TRAINING = 10_000
 
 
-@dataclass(frozen=True)
-class UnitMatch:
-    """One entry in a retriever's list: the best-scoring unit of that entry."""
+class UnitMatch(NamedTuple):
+    """One entry in a retriever's list: the best-scoring unit of that entry.
+
+    A named tuple, not a dataclass: a search builds one per entry of each retriever's list
+    (a hundred or two per query), and a tuple is several times cheaper to make."""
 
     entry_id: str
     unit_id: str
@@ -101,34 +102,76 @@ def group_best_per_entry(
     neighbours: int = 0,
     temperature: float = 0.05,
     skip: frozenset[tuple[str, str]] = frozenset(),
+    row_code: NDArray[np.int64] | None = None,
 ) -> list[UnitMatch]:
     """Walk one query's rows best first; keep each live entry's first (best) unit.
 
     ``neighbours`` > 0: each kept entry also carries its :func:`neighbour_votes` share of
     the first ``neighbours`` live units (0.0 when none of them is its). ``skip``:
-    ``(entry id, unit id)`` pairs passed over as if they were not indexed."""
-    seen: set[str] = set()
+    ``(entry id, unit id)`` pairs passed over as if they were not indexed. ``row_code``:
+    an integer per row, the same for the rows of one entry (computed when not given)."""
+    # Array operations rather than a walk row by row: a query reads a few hundred rows
+    # to fill its hundred entries, and the walk in Python cost more than the search.
+    found = np.asarray(rows, dtype=np.int64)
+    row_scores = np.asarray(scores)
+    present = found >= 0  # FAISS pads with -1 where it has fewer rows than asked
+    found, row_scores = found[present], row_scores[present]
+    alive = live[found]
+    found, row_scores = found[alive], row_scores[alive]
+    if skip:
+        kept = np.fromiter(
+            ((row_entry[r], row_unit[r]) not in skip for r in found.tolist()),
+            dtype=bool,
+            count=len(found),
+        )
+        found, row_scores = found[kept], row_scores[kept]
+    picked = first_row_per_entry(found, depth, row_code, row_entry)
+    votes: dict[str, float] | None = None
+    if neighbours > 0:
+        near = found[:neighbours].tolist()
+        votes = neighbour_votes(
+            row_scores[:neighbours].tolist(),
+            [row_entry[r] for r in near],
+            temperature=temperature,
+        )
     out: list[UnitMatch] = []
-    near_scores: list[float] = []
-    near_entries: list[str] = []
-    for score, row in zip(scores.tolist(), rows.tolist(), strict=True):
-        if row < 0 or not live[row]:
-            continue
+    for row, score in zip(found[picked].tolist(), row_scores[picked].tolist(), strict=True):
         entry_id = row_entry[row]
-        if skip and (entry_id, row_unit[row]) in skip:
-            continue
-        if len(near_scores) < neighbours:
-            near_scores.append(float(score))
-            near_entries.append(entry_id)
-        if entry_id not in seen and len(out) < depth:
-            seen.add(entry_id)
-            out.append(UnitMatch(entry_id, row_unit[row], float(score)))
-        if len(out) >= depth and len(near_scores) >= neighbours:
-            break
-    if neighbours <= 0:
-        return out
-    votes = neighbour_votes(near_scores, near_entries, temperature=temperature)
-    return [replace(match, vote=votes.get(match.entry_id, 0.0)) for match in out]
+        vote = None if votes is None else votes.get(entry_id, 0.0)
+        out.append(UnitMatch(entry_id, row_unit[row], score, vote))
+    return out
+
+
+def first_row_per_entry(
+    ordered_rows: NDArray[np.int64],
+    depth: int,
+    row_code: NDArray[np.int64] | None,
+    row_entry: Sequence[str],
+) -> NDArray[np.int64]:
+    """Positions in ``ordered_rows`` (best first) of each entry's first row, in order, at
+    most ``depth`` of them; ``row_code``: each row's entry as an integer (else derived
+    from ``row_entry``)."""
+    if row_code is not None:
+        codes = row_code[ordered_rows]
+    else:
+        numbering: dict[str, int] = {}
+        codes = np.fromiter(
+            (numbering.setdefault(row_entry[r], len(numbering)) for r in ordered_rows.tolist()),
+            dtype=np.int64,
+            count=len(ordered_rows),
+        )
+    _, first = np.unique(codes, return_index=True)
+    first.sort()
+    return first[:depth]
+
+
+def entry_codes(row_entry: Sequence[str], numbering: dict[str, int]) -> NDArray[np.int64]:
+    """Each row's entry as an integer from ``numbering`` (new entries numbered as met)."""
+    return np.fromiter(
+        (numbering.setdefault(entry_id, len(numbering)) for entry_id in row_entry),
+        dtype=np.int64,
+        count=len(row_entry),
+    )
 
 
 class DenseIndex:
@@ -153,6 +196,9 @@ class DenseIndex:
         self._live = np.zeros(0, dtype=bool)
         self._rows_of_entry: dict[str, list[int]] = {}
         self._dead = 0
+        # Each row's entry as an integer, so that a search groups rows by entry in numpy.
+        self._entry_numbers: dict[str, int] = {}
+        self._row_code = np.zeros(0, dtype=np.int64)
 
     # -- sizes -----------------------------------------------------------------
     @property
@@ -219,6 +265,7 @@ class DenseIndex:
         self._live = np.zeros(0, dtype=bool)
         self._rows_of_entry = {}
         self._dead = 0
+        self._entry_numbers, self._row_code = {}, np.zeros(0, dtype=np.int64)
         self._append(entry_ids, unit_ids, vectors)
 
     def _append(
@@ -231,6 +278,9 @@ class DenseIndex:
         self._row_entry.extend(entry_ids)
         self._row_unit.extend(unit_ids)
         self._live = np.concatenate([self._live, np.ones(len(vectors), dtype=bool)])
+        self._row_code = np.concatenate(
+            [self._row_code, entry_codes(entry_ids, self._entry_numbers)]
+        )
         for offset, entry_id in enumerate(entry_ids):
             self._rows_of_entry.setdefault(entry_id, []).append(start + offset)
 
@@ -296,6 +346,7 @@ class DenseIndex:
                     neighbours=neighbours,
                     temperature=self.settings.vote_temperature,
                     skip=skipped[query_index],
+                    row_code=self._row_code,
                 )
                 results[query_index] = matches
                 if len(matches) < min(depth, self.entry_count) and k < self.rows:
@@ -337,6 +388,7 @@ class DenseIndex:
         dense._row_entry = [str(x) for x in rows["entry"]]
         dense._row_unit = [str(x) for x in rows["unit"]]
         dense._live = rows["live"].astype(bool)
+        dense._row_code = entry_codes(dense._row_entry, dense._entry_numbers)
         dense._dead = int(len(dense._live) - np.count_nonzero(dense._live))
         for row, (entry_id, alive) in enumerate(zip(dense._row_entry, dense._live, strict=True)):
             if alive:

@@ -28,7 +28,11 @@ def reciprocal_rank_fusion(
     first_seen: dict[str, tuple[int, int]] = {}
     for list_index, ranking in enumerate(rankings):
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-            first_seen.setdefault(item, (rank, list_index))
-            first_seen[item] = min(first_seen[item], (rank, list_index))
-    return sorted(scores.items(), key=lambda pair: (-pair[1], first_seen[pair[0]]))
+            if item in scores:
+                scores[item] += 1.0 / (k + rank)
+                first_seen[item] = min(first_seen[item], (rank, list_index))
+            else:
+                scores[item] = 1.0 / (k + rank)
+                first_seen[item] = (rank, list_index)
+    order = {item: (-score, first_seen[item]) for item, score in scores.items()}
+    return [(item, scores[item]) for item in sorted(scores, key=order.__getitem__)]

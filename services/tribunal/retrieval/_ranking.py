@@ -50,25 +50,30 @@ def fuse(
     sparse: list[UnitMatch] | None,
     *,
     rrf_k: int,
+    limit: int | None = None,
 ) -> list[Candidate]:
-    """The candidates of one query: fused by reciprocal rank (hybrid) or one retriever's
-    list, each with its place in both lists."""
-    by_id: dict[str, Candidate] = {}
+    """The candidates of one query, the first ``limit`` of them (None: all): fused by
+    reciprocal rank (hybrid) or one retriever's list, each with its place in both lists."""
+    ranked: list[tuple[str, float]]
     if query.mode is SearchMode.HYBRID:
         rankings = [[m.entry_id for m in dense or []], [m.entry_id for m in sparse or []]]
-        for entry_id, score in reciprocal_rank_fusion(rankings, k=rrf_k):
-            by_id[entry_id] = Candidate(entry_id, score)
+        ranked = reciprocal_rank_fusion(rankings, k=rrf_k)
     else:
         single = dense if query.mode is SearchMode.DENSE else sparse
-        for match in single or []:
-            by_id[match.entry_id] = Candidate(match.entry_id, match.score)
+        ranked = [(match.entry_id, match.score) for match in single or []]
+    # Only the kept candidates are built: a search keeps its head of a few, out of the
+    # hundreds the two lists fuse into.
+    candidates = [Candidate(entry_id, score) for entry_id, score in ranked[:limit]]
+    kept = {candidate.entry_id: candidate for candidate in candidates}
     for rank, match in enumerate(dense or [], start=1):
-        if match.entry_id in by_id:
-            by_id[match.entry_id].dense, by_id[match.entry_id].dense_rank = match, rank
+        candidate = kept.get(match.entry_id)
+        if candidate is not None:
+            candidate.dense, candidate.dense_rank = match, rank
     for rank, match in enumerate(sparse or [], start=1):
-        if match.entry_id in by_id:
-            by_id[match.entry_id].sparse, by_id[match.entry_id].sparse_rank = match, rank
-    return list(by_id.values())
+        candidate = kept.get(match.entry_id)
+        if candidate is not None:
+            candidate.sparse, candidate.sparse_rank = match, rank
+    return candidates
 
 
 def rerank(

@@ -178,10 +178,9 @@ def _finish(
     """Fuse the (dense, sparse) lists, rerank, and read the hits' entries."""
     dense, sparse = lists
     started = time.perf_counter()
-    candidates = fuse(query, dense, sparse, rrf_k=kb.settings.rrf_k)
-    stages["fuse"] = (time.perf_counter() - started) * 1000
     head_size = max(query.top_k, kb.settings.rerank_head if query.rerank else 0)
-    head = candidates[:head_size]
+    head = fuse(query, dense, sparse, rrf_k=kb.settings.rrf_k, limit=head_size)
+    stages["fuse"] = (time.perf_counter() - started) * 1000
     kb_version, found, signed, signed_head = collection.served_entries([c.entry_id for c in head])
     entries = {entry_id: entry for entry_id, (entry, _) in found.items()}
     # An entry deleted by another process since the index saw it is left out.

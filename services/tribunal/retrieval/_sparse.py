@@ -27,7 +27,7 @@ import numpy as np
 import Stemmer
 
 from ..core import RetrievalSettings
-from ._dense import UnitMatch
+from ._dense import UnitMatch, entry_codes, first_row_per_entry
 
 __all__ = ["SparseIndex", "searchable_terms"]
 
@@ -92,6 +92,8 @@ class SparseIndex:
         self._rows_of_entry: dict[str, list[int]] = {}
         self._retriever: Any = None
         self._live_mask: np.ndarray[Any, np.dtype[np.float32]] | None = None
+        # Each row's entry as an integer (set by refresh), to group rows by entry in numpy.
+        self._row_code = np.zeros(0, dtype=np.int64)
         self.stale = False
 
     @property
@@ -151,6 +153,7 @@ class SparseIndex:
             self._rows_of_entry = {}
             for row, entry_id in enumerate(self._row_entry):
                 self._rows_of_entry.setdefault(entry_id, []).append(row)
+        self._row_code = entry_codes(self._row_entry, {})
         if any(self._row_tokens):
             retriever = _bm25s().BM25(k1=self.settings.bm25_k1, b=self.settings.bm25_b)
             # A row without terms has length 0: its (unused) scores divide 0 by 0.
@@ -184,16 +187,23 @@ class SparseIndex:
             scores = retriever.get_scores(ids) * mask
             matched = np.flatnonzero(scores > 0)
             order = matched[np.argsort(-scores[matched], kind="stable")]
-            seen: set[str] = set()
-            matches: list[UnitMatch] = []
-            for row in order.tolist():
-                entry_id = self._row_entry[row]
-                if entry_id in seen or (entry_id, self._row_unit[row]) in passed_over:
-                    continue
-                seen.add(entry_id)
-                matches.append(UnitMatch(entry_id, self._row_unit[row], float(scores[row])))
-                if len(matches) >= depth:
-                    break
+            if passed_over:
+                kept = np.fromiter(
+                    (
+                        (self._row_entry[r], self._row_unit[r]) not in passed_over
+                        for r in order.tolist()
+                    ),
+                    dtype=bool,
+                    count=len(order),
+                )
+                order = order[kept]
+            # Each entry's best row, found in numpy: a row-by-row walk in Python cost more
+            # than BM25's scoring.
+            best = order[first_row_per_entry(order, depth, self._row_code, self._row_entry)]
+            matches = [
+                UnitMatch(self._row_entry[row], self._row_unit[row], score)
+                for row, score in zip(best.tolist(), scores[best].tolist(), strict=True)
+            ]
             results.append(matches)
         return results
 
