@@ -17,7 +17,17 @@ import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Index, Integer, String, select
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    String,
+    bindparam,
+    select,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..core.storage import Base, Database
@@ -146,16 +156,11 @@ class StateStore:
             session.add(LiveStateRow(id=uuid.uuid4().hex, created_at=_utcnow(), **values))
 
     def latest(self, collection: str) -> LiveState | None:
-        # The row's columns on a plain connection, not an ORM object in a session: the
-        # gateway reads this once per decision.
-        statement = (
-            select(*LiveStateRow.__table__.columns)
-            .where(LiveStateRow.collection == collection)
-            .order_by(LiveStateRow.created_at.desc(), LiveStateRow.id)
-            .limit(1)
-        )
+        # One statement built once, the row's columns on a plain connection: the gateway
+        # reads this once per decision, and building the statement or an ORM session cost
+        # more than running it.
         with self.db.connection() as connection:
-            row = connection.execute(statement).first()
+            row = connection.execute(_LATEST, {"collection": collection}).first()
             return None if row is None else _state(row)
 
     def history(self, collection: str, limit: int = 100) -> list[LiveState]:
@@ -168,6 +173,15 @@ class StateStore:
         )
         with self.db.session() as session:
             return [_state(row) for row in session.scalars(statement).all()]
+
+
+_LATEST = (
+    select(*LiveStateRow.__table__.columns)
+    .where(LiveStateRow.collection == bindparam("collection"))
+    .order_by(LiveStateRow.created_at.desc(), LiveStateRow.id)
+    .limit(1)
+)
+"""A collection's newest state (``collection`` bound at execution)."""
 
 
 def _state(row: Any) -> LiveState:
