@@ -134,14 +134,13 @@ def test_the_sparse_index_keeps_each_entrys_best_unit_like_the_walk() -> None:
         sparse._retriever.get_tokens_ids(sparse.tokenize([query])[0])
     )
     order = [int(r) for r in np.argsort(-scores, kind="stable") if scores[r] > 0]
-    rows = list(range(sparse.rows))
     for skip in (frozenset(), frozenset({("a", "q:1")})):
         expected = walked(
             [float(scores[r]) for r in order],
             order,
             sparse._row_entry,
             sparse._row_unit,
-            [True] * len(rows),
+            [True] * sparse.rows,
             10,
             0,
             skip,

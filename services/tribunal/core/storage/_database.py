@@ -196,8 +196,9 @@ class Database:
     def connection(self) -> Iterator[Connection]:
         """A transaction on a plain connection, no ORM session; database errors become
         :class:`UnavailableError`. For the few statements run once per request, built
-        once: a session's own bookkeeping cost more than the statement (the serving mode's
-        read on SQLite: 0.12 ms of CPU in a session, 0.05 ms here; ``bench/audit_store.py``)."""
+        once: building a statement and a session's bookkeeping cost more than running it
+        (the serving mode's read on SQLite: 0.22 ms of CPU built per call in a session,
+        0.04 ms built once here; ``bench/audit_store.py``)."""
         self.create_schema()
         with self._unavailable_on_error(), self.engine.begin() as connection:
             yield connection
