@@ -14,10 +14,9 @@ Everything runs in one process on the demo's KB (the COVID FAQ, self-evidenced):
 - **new, one pass at a time**: the same gateway with ``retrieval.embed_lanes: 1``: one
   forward pass at a time over every core, as the gateway ran them before passes ran side
   by side, one core each. Asked in the same rounds, the order alternating.
-- **new, passes starting at once**: the same gateway with
-  ``retrieval.micro_batch_wait_s: 0`` (a pass under load starts with the calls that
-  arrived while the previous one ran, instead of waiting up to 0.02 s for more). Asked
-  in the same rounds.
+- **new, passes not spread**: the same gateway with ``retrieval.micro_batch_spread:
+  false`` (a pass under load takes every queued call, instead of its share of the texts
+  in flight). Asked in the same rounds.
 - **new, unbatched**: the same gateway with ``retrieval.micro_batch_texts: 1`` (one
   forward pass per call, the calls still queued for the model's workers), at
   concurrency 16: what micro-batching adds.
@@ -35,7 +34,8 @@ matcher's cache of KB entries as a running service's is. The host's speed drifts
 more than the effect within one run, so the batched gateway runs in ``--rounds``
 rounds: each round clears the models' memories of recent texts (no query is served
 from an earlier round), takes its own limit, then asks every query once; the median
-round's share is the figure.
+round's share is the figure. The limit is taken before and after each round's gateway
+runs, and a share is taken against their mean.
 
     .venv/bin/python bench/gateway.py [--queries 8] [--concurrent-queries 192]
         [--rounds 3] [--out .build/bench/gateway.json]
@@ -73,8 +73,6 @@ from tribunal.v1 import (
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid-qa"
 COLLECTION = "covid-bench"
-WAIT_VARIANT_S = 0.0
-"""The batching wait of the variant beside the default (0: a pass starts at once)."""
 
 
 class PerQueryEntailment:
@@ -387,23 +385,31 @@ def _batched_round(
     *,
     number: int,
 ) -> dict[str, Any]:
-    """One round: the models' limit alone, then each variant of the gateway at
+    """One round: the models' limit alone, each variant of the gateway at
     ``concurrency`` clients on the same queries (in turn, the order alternating round
-    by round), its queries/s as a share of that limit."""
+    by round), the limit again; each variant's queries/s as a share of the mean of the
+    two limits (the host's speed drifts within a round too)."""
     settings = next(iter(variants.values()))[0]
     # The batch a model can get at this concurrency is at most one query per client.
-    limit = _embedder_limit(settings, loaded, concurrency)  # fresh models, no memory
+    before = _embedder_limit(settings, loaded, concurrency)  # fresh models, no memory
     names = list(variants) if number % 2 == 0 else list(reversed(variants))
+    measured = {
+        name: _measured(variants[name][0], variants[name][1], loaded, concurrency) for name in names
+    }
+    after = _embedder_limit(settings, loaded, concurrency)
+    limit = {
+        "queries_per_s": (before["queries_per_s"] + after["queries_per_s"]) / 2,
+        "before": before,
+        "after": after,
+        "models": before["models"],
+    }
     row: dict[str, Any] = {"limit": limit, "order": names}
-    for name in names:
-        variant_settings, client = variants[name]
-        batched = _measured(variant_settings, client, loaded, concurrency)
+    for name, batched in measured.items():
         batched["share_of_limit"] = batched["queries_per_s"] / limit["queries_per_s"]
         row[name] = batched
     print(
-        f"  round: limit {limit['queries_per_s']:.1f} (one pass at a time "
-        f"{limit['one_at_a_time_queries_per_s']:.1f}, side by side "
-        f"{limit['side_by_side_queries_per_s']:.1f}); "
+        f"  round: limit {limit['queries_per_s']:.1f} (before {before['queries_per_s']:.1f}, "
+        f"after {after['queries_per_s']:.1f}); "
         + ", ".join(
             f"{name} {row[name]['queries_per_s']:.1f} queries/s ({row[name]['share_of_limit']:.0%})"
             for name in variants
@@ -423,21 +429,22 @@ def _throughput(
     rounds: int,
 ) -> dict[str, Any]:
     """Queries/s at ``concurrency``: batched (``rounds`` rounds, each against its own
-    limit: the host's speed drifts within a run), with passes side by side (the
-    default) and one pass at a time (``retrieval.embed_lanes: 1``), unbatched, and the
-    embedders' limit."""
+    limit: the host's speed drifts within a run), with passes side by side and spread
+    (the default), one pass at a time (``retrieval.embed_lanes: 1``) and passes not
+    spread (``retrieval.micro_batch_spread: false``); unbatched; and the embedders'
+    limit."""
     one_lane_settings = _variant(settings, embed_lanes=1)
     one_lane = GatewayClient(one_lane_settings)
-    at_once_settings = _variant(settings, micro_batch_wait_s=WAIT_VARIANT_S)
-    at_once = GatewayClient(at_once_settings)
+    unspread_settings = _variant(settings, micro_batch_spread=False)
+    unspread = GatewayClient(unspread_settings)
     unbatched = GatewayClient(_variant(settings, micro_batch_texts=1))
     variants = {
         "new": (settings, new),
         "one_pass_at_a_time": (one_lane_settings, one_lane),
-        "starts_at_once": (at_once_settings, at_once),
+        "not_spread": (unspread_settings, unspread),
     }
     try:
-        for client in (new, one_lane, at_once, unbatched):
+        for client in (new, one_lane, unspread, unbatched):
             # The KB entries' vectors, as a running service has them.
             _concurrent(client, warm, concurrency)
         per_round = [
@@ -450,7 +457,7 @@ def _throughput(
         ceiling = _embedder_limit(settings, loaded, settings.retrieval.micro_batch_texts)
     finally:
         unbatched.close()
-        at_once.close()
+        unspread.close()
         one_lane.close()
     shares = sorted(r["new"]["share_of_limit"] for r in per_round)
     median = shares[len(shares) // 2]
@@ -460,8 +467,8 @@ def _throughput(
     ratios = sorted(
         r["new"]["queries_per_s"] / r["one_pass_at_a_time"]["queries_per_s"] for r in per_round
     )
-    over_at_once = sorted(
-        r["new"]["queries_per_s"] / r["starts_at_once"]["queries_per_s"] for r in per_round
+    over_unspread = sorted(
+        r["new"]["queries_per_s"] / r["not_spread"]["queries_per_s"] for r in per_round
     )
     return {
         "concurrency": concurrency,
@@ -474,7 +481,7 @@ def _throughput(
         "ceiling_batch": settings.retrieval.micro_batch_texts,
         "share_of_limit": median,
         "side_by_side_over_one_at_a_time": ratios[len(ratios) // 2],
-        "waiting_over_at_once": over_at_once[len(over_at_once) // 2],
+        "spread_over_not_spread": over_unspread[len(over_unspread) // 2],
     }
 
 
@@ -522,35 +529,45 @@ def _concurrent_table(result: dict[str, Any]) -> None:
         f"each asked once per round, {len(result['rounds'])} rounds:"
     )
     print(
-        "| round | limit: models alone (one at a time / side by side) | new, queries/s "
+        "| round | limit: models alone, mean (before / after the round) | new, queries/s "
         "| share | p50 s | p99 s | one pass at a time, queries/s | share | new / it "
-        "| passes starting at once, queries/s | share | new / it |"
+        "| passes not spread, queries/s | share | new / it |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for number, row in enumerate(result["rounds"], start=1):
         limit_row, new = row["limit"], row["new"]
-        old, at_once = row["one_pass_at_a_time"], row["starts_at_once"]
+        old, unspread = row["one_pass_at_a_time"], row["not_spread"]
         print(
             f"| {number} | {limit_row['queries_per_s']:.1f} "
-            f"({limit_row['one_at_a_time_queries_per_s']:.1f} / "
-            f"{limit_row['side_by_side_queries_per_s']:.1f}) | {new['queries_per_s']:.1f} | "
+            f"({limit_row['before']['queries_per_s']:.1f} / "
+            f"{limit_row['after']['queries_per_s']:.1f}) | {new['queries_per_s']:.1f} | "
             f"{new['share_of_limit']:.0%} | {new['p50_s']:.3f} | {new['p99_s']:.3f} | "
             f"{old['queries_per_s']:.1f} | {old['share_of_limit']:.0%} | "
             f"{new['queries_per_s'] / old['queries_per_s']:.2f}x | "
-            f"{at_once['queries_per_s']:.1f} | {at_once['share_of_limit']:.0%} | "
-            f"{new['queries_per_s'] / at_once['queries_per_s']:.2f}x |"
+            f"{unspread['queries_per_s']:.1f} | {unspread['share_of_limit']:.0%} | "
+            f"{new['queries_per_s'] / unspread['queries_per_s']:.2f}x |"
         )
     print(
         f"median share of the limit: {result['share_of_limit']:.0%}; passes side by side "
         f"answered {result['side_by_side_over_one_at_a_time']:.2f}x the queries/s of one "
-        f"pass at a time, and passes waiting for more calls {result['waiting_over_at_once']:.2f}x "
-        "those of passes starting at once (median rounds)"
+        f"pass at a time, and spread passes {result['spread_over_not_spread']:.2f}x those of "
+        "passes not spread (median rounds)"
     )
-    for name in ("new", "starts_at_once"):
+    for name in ("new", "not_spread"):
         cpu = sorted(row[name]["cpu_share"] for row in result["rounds"])
         print(
             f"the process's share of the cores, {name}: "
             + " / ".join(f"{share:.0%}" for share in cpu)
+        )
+        print(
+            f"texts per pass, {name}, round by round: "
+            + "; ".join(
+                " / ".join(
+                    f"{p['texts'] / max(1, p['passes']):.1f}" for p in row[name]["passes"].values()
+                )
+                for row in result["rounds"]
+            )
+            + " (retrieval's model / the matcher's)"
         )
     unbatched = result["new_unbatched"]
     ceiling = result["ceiling"]["queries_per_s"]

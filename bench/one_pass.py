@@ -20,7 +20,8 @@ paraphrases, each once, after the models' memories of recent texts are cleared, 
 round finds another's query vectors; and takes its own limit first: the path's models
 embedding those queries alone in batches of 16 (the largest batch 16 clients can form),
 the faster of one pass at a time over every core and single-threaded passes side by
-side, one per core (as ``bench/gateway.py`` takes its limit). Both paths fall back on
+side, one per core (as ``bench/gateway.py`` takes its limit), and again after it: a
+share is against the mean of the two. Both paths fall back on
 every answer (the shipped calibrator is not certified for these tunes), after the same
 retrieval and matching.
 
@@ -114,13 +115,16 @@ def _round(
     queries: list[str],
     concurrency: int,
 ) -> dict[str, Any]:
-    """One path's round: its limit, then every query once at ``concurrency``."""
+    """One path's round: its limit, every query once at ``concurrency``, the limit
+    again; the share against the mean of the two (the host's speed drifts)."""
     for model in models:
         model.forget_recent()
-    measured = _limit(settings, path, queries, concurrency)
-    limit = measured["queries_per_s"]
+    first = _limit(settings, path, queries, concurrency)
     before = [(m.passes_, m.texts_) for m in models]
     result = _concurrent(client, queries, concurrency)
+    last = _limit(settings, path, queries, concurrency)
+    limit = (first["queries_per_s"] + last["queries_per_s"]) / 2
+    measured = {"before": first, "after": last, "queries_per_s": limit}
     texts = sum(m.texts_ - b[1] for m, b in zip(models, before, strict=True))
     passes = sum(m.passes_ - b[0] for m, b in zip(models, before, strict=True))
     share = result["queries_per_s"] / limit

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -106,6 +107,69 @@ def test_a_batch_never_exceeds_its_size_and_long_calls_run_alone() -> None:
     for thread in threads:
         thread.join(30)
     assert gated.calls == [["Wash your hands."], QUERIES[:2], QUERIES[2:4], QUERIES]
+
+
+def _held_then_queued(batcher: MicroBatchingEmbedder, gated: GatedEmbedder) -> dict[int, Any]:
+    """One call held in the model, then each of QUERIES queued alone behind it, then the
+    model released: every caller's vectors, by QUERIES' index (-1: the held call)."""
+    results: dict[int, Any] = {}
+
+    def ask(index: int, text: str) -> None:
+        results[index] = batcher.embed([text])[0]
+
+    threads = [threading.Thread(target=ask, args=(-1, "Wash your hands."))]
+    threads[0].start()
+    assert gated.entered.wait(30)
+    for index, query in enumerate(QUERIES):
+        threads.append(threading.Thread(target=ask, args=(index, query)))
+        threads[-1].start()
+        _queued(batcher, index + 1)
+    gated.release.set()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+@pytest.mark.models
+def test_a_spread_pass_takes_its_share_of_the_texts_in_flight() -> None:
+    gated = GatedEmbedder()
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=64, lanes=ONE_LANE, spread=True)
+    results = _held_then_queued(batcher, gated)
+    # Five texts in flight, one lane: a pass takes ceil(5 / 2) = 3, the next the other 2
+    # (the most seen over the last gatherings is still 5).
+    assert gated.calls == [["Wash your hands."], QUERIES[:3], QUERIES[3:]]
+    assert (batcher.passes_, batcher.calls_, batcher.texts_) == (3, 6, 6)
+    alone = minilm().embed(QUERIES)
+    for index in range(len(QUERIES)):
+        np.testing.assert_allclose(results[index], alone[index], atol=1e-5)
+
+
+@pytest.mark.models
+def test_a_spread_share_never_exceeds_the_batch_size_nor_splits_a_call() -> None:
+    gated = GatedEmbedder()
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=2, lanes=ONE_LANE, spread=True)
+    _held_then_queued(batcher, gated)
+    assert gated.calls == [["Wash your hands."], QUERIES[:2], QUERIES[2:4], QUERIES[4:]]
+    # A call of more texts than its share (ceil(5 / 2) = 3 on one lane) runs whole.
+    counting = CountingEmbedder(minilm())
+    whole = MicroBatchingEmbedder(counting, max_batch_texts=64, lanes=ONE_LANE, spread=True)
+    np.testing.assert_allclose(whole.embed(QUERIES), minilm().embed(QUERIES), atol=1e-5)
+    assert counting.calls == [QUERIES]
+
+
+@pytest.mark.models
+def test_passes_are_spread_on_the_cpu_only(tiny_settings: Settings) -> None:
+    def load() -> CountingEmbedder:
+        return CountingEmbedder(minilm())
+
+    cpu = tiny_settings.model_copy(update={"device": "cpu"})
+    assert shared_embedder(cpu, "spread-cpu", load).spread
+    kept = cpu.model_copy(
+        update={"retrieval": cpu.retrieval.model_copy(update={"micro_batch_spread": False})}
+    )
+    assert not shared_embedder(kept, "spread-cpu", load).spread
+    gpu = tiny_settings.model_copy(update={"device": "cuda"})
+    assert not shared_embedder(gpu, "spread-gpu", load).spread  # built, never run here
 
 
 @pytest.mark.models

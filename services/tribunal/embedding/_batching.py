@@ -10,6 +10,14 @@ each, and the calls arriving meanwhile go into the next pass together. A lone ca
 waits for nobody and gets every core (a worker waits for more only under load, when
 its last pass gathered several calls): batching costs a single request no latency.
 
+On the CPU a pass under load also takes no more than its share of the work in flight
+(``spread``): the texts queued or in a pass, at their most over the last gatherings,
+divided by one more than the lanes. Then while every lane runs a pass, the callers of
+the pass finished last do their own work and the next pass is already queued, instead
+of most callers waiting on one large pass while a lane has nothing to run
+(``bench/gateway.py`` measures both ways side by side). On a GPU, where a larger pass
+is cheaper per text, passes are not spread.
+
 :func:`shared_profile_embedder` gives every service in a process the same
 :class:`MicroBatchingEmbedder` per model, with a small memory of recent short
 requests: where retrieval and the feature matcher (or the relevance judge) use one
@@ -70,6 +78,9 @@ class MicroBatchingEmbedder(WrappingEmbedder):
             served without the model; 0 keeps none. Long calls (ingestion) bypass it.
         lanes: The lanes passes run in, shared with other models (default: the
             process's, one per torch thread); one worker per lane.
+        spread: A pass takes at most its share of the texts in flight (see the module
+            docstring; for CPU lanes). Off: a pass takes every queued call up to
+            ``max_batch_texts``.
     """
 
     def __init__(
@@ -80,6 +91,7 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         max_wait_s: float = 0.0,
         recent_texts: int = 0,
         lanes: ComputeLanes | None = None,
+        spread: bool = False,
     ) -> None:
         if max_batch_texts < 1 or max_wait_s < 0 or recent_texts < 0:
             raise ValueError("max_batch_texts >= 1, max_wait_s >= 0 and recent_texts >= 0")
@@ -90,6 +102,10 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         self._queue: deque[_Pending] = deque()
         self._ready = threading.Condition()
         self._lanes = lanes
+        self.spread = spread
+        self._queued_texts = 0
+        self._running_texts = 0
+        self._in_flight_seen: deque[int] = deque(maxlen=_IN_FLIGHT_WINDOW)
         self._workers: list[threading.Thread] = []
         # One worker at a time waits for calls and a lane: the others would hold lanes
         # with nothing to run (and a lone pass would not find every lane free).
@@ -173,6 +189,7 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         pending = _Pending(texts, progress)
         with self._ready:
             self._queue.append(pending)
+            self._queued_texts += len(texts)
             if not self._workers:
                 if self._lanes is None:
                     self._lanes = process_lanes()
@@ -190,17 +207,27 @@ class MicroBatchingEmbedder(WrappingEmbedder):
             while not self._queue:
                 self._ready.wait()
 
+    def _pass_share(self) -> int:
+        """Most texts the pass being gathered takes (hold ``_ready``): with ``spread``,
+        the most texts in flight (queued or in a pass) over the last gatherings, divided
+        by one more than the lanes — one pass per lane, and one's worth queued."""
+        self._in_flight_seen.append(self._queued_texts + self._running_texts)
+        if not self.spread or self._lanes is None:
+            return self.max_batch_texts
+        return max(1, -(-max(self._in_flight_seen) // (self._lanes.lanes + 1)))
+
     def _next_batch(self) -> tuple[list[_Pending], bool]:
         """The next pass's calls (the gathering worker saw the queue non-empty, and only
         it takes calls), and whether nothing else is queued behind them."""
         with self._ready:
+            share = min(self.max_batch_texts, self._pass_share())
             batch = [self._queue.popleft()]
             size = len(batch[0].texts)
             # Under load (the last pass gathered several calls) a short wait fills the
             # pass; a lone caller never waits.
             wait = self.max_wait_s if self._last_calls > 1 else 0.0
             deadline = time.monotonic() + wait
-            while size < self.max_batch_texts and not batch[0].progress:
+            while size < share and not batch[0].progress:
                 if not self._queue:
                     left = deadline - time.monotonic()
                     if left <= 0 or not self._ready.wait(left) or not self._queue:
@@ -210,6 +237,8 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                     break
                 batch.append(self._queue.popleft())
                 size += len(head.texts)
+            self._queued_texts -= size
+            self._running_texts += size
             return batch, not self._queue
 
     def _run(self) -> None:
@@ -240,6 +269,8 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                 continue
             finally:
                 lanes.give(held)
+                with self._ready:
+                    self._running_texts -= len(texts)
             with self._counted:
                 self.busy_s_ += busy
                 self.passes_ += 1
@@ -253,7 +284,12 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                 start = stop
 
 
-_Stack = tuple[str, int, int, int, float, int, int | None]
+_IN_FLIGHT_WINDOW = 16
+"""Gatherings over which a spread pass's share is taken from the most texts in flight:
+long enough that a moment when most callers are between passes does not shrink the
+next ones, short enough that the share follows a drop in load after 16 passes."""
+
+_Stack = tuple[str, int, int, int, float, int, int | None, bool]
 """A shared embedder's settings apart from its model (device, batching, memory): the
 embedders made from one ``Settings`` (one service stack) share it."""
 _SHARED: dict[tuple[str, _Stack], MicroBatchingEmbedder] = {}
@@ -327,14 +363,16 @@ def shared_embedder(
     from ..core import apply_thread_policy, resolve_device
 
     options = settings.retrieval
+    device = resolve_device(settings)
     stack: _Stack = (
-        resolve_device(settings),
+        device,
         options.embed_batch_size,
         options.embed_batch_tokens,
         options.micro_batch_texts,
         options.micro_batch_wait_s,
         options.shared_recent_texts,
         options.embed_lanes,
+        options.micro_batch_spread,
     )
     with _SHARED_LOCK:
         embedder = _SHARED.get((where, stack))
@@ -346,6 +384,7 @@ def shared_embedder(
                 max_wait_s=options.micro_batch_wait_s,
                 recent_texts=options.shared_recent_texts,
                 lanes=process_lanes(options.embed_lanes),
+                spread=options.micro_batch_spread and device == "cpu",
             )
             _SHARED[(where, stack)] = embedder
         peers = _QUERY_MODELS.setdefault(stack, [])
