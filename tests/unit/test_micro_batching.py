@@ -109,9 +109,11 @@ def test_a_batch_never_exceeds_its_size_and_long_calls_run_alone() -> None:
     assert gated.calls == [["Wash your hands."], QUERIES[:2], QUERIES[2:4], QUERIES]
 
 
-def _held_then_queued(batcher: MicroBatchingEmbedder, gated: GatedEmbedder) -> dict[int, Any]:
-    """One call held in the model, then each of QUERIES queued alone behind it, then the
-    model released: every caller's vectors, by QUERIES' index (-1: the held call)."""
+def _held_then_queued(
+    batcher: MicroBatchingEmbedder, gated: GatedEmbedder, queries: Sequence[str] = QUERIES
+) -> dict[int, Any]:
+    """One call held in the model, then each of ``queries`` queued alone behind it, then
+    the model released: every caller's vectors, by their index (-1: the held call)."""
     results: dict[int, Any] = {}
 
     def ask(index: int, text: str) -> None:
@@ -120,7 +122,7 @@ def _held_then_queued(batcher: MicroBatchingEmbedder, gated: GatedEmbedder) -> d
     threads = [threading.Thread(target=ask, args=(-1, "Wash your hands."))]
     threads[0].start()
     assert gated.entered.wait(30)
-    for index, query in enumerate(QUERIES):
+    for index, query in enumerate(queries):
         threads.append(threading.Thread(target=ask, args=(index, query)))
         threads[-1].start()
         _queued(batcher, index + 1)
@@ -155,6 +157,29 @@ def test_a_spread_share_never_exceeds_the_batch_size_nor_splits_a_call() -> None
     whole = MicroBatchingEmbedder(counting, max_batch_texts=64, lanes=ONE_LANE, spread=True)
     np.testing.assert_allclose(whole.embed(QUERIES), minilm().embed(QUERIES), atol=1e-5)
     assert counting.calls == [QUERIES]
+
+
+@pytest.mark.models
+def test_a_spread_share_follows_the_load_down_after_16_passes() -> None:
+    gated = GatedEmbedder()
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=64, lanes=ONE_LANE, spread=True)
+    _held_then_queued(batcher, gated)  # five in flight: passes of 3 and 2
+    # Fewer than 16 passes later the five are still remembered: three queued go together.
+    for number in range(4):
+        batcher.embed([f"a lone question {number}"])
+    gated.entered.clear()
+    gated.release.clear()
+    gated.calls.clear()
+    _held_then_queued(batcher, gated, QUERIES[:3])
+    assert gated.calls == [["Wash your hands."], QUERIES[:3]]
+    # 16 lone passes on, the most in flight is what the load is now: ceil(3 / 2) = 2.
+    for number in range(16):
+        batcher.embed([f"another lone question {number}"])
+    gated.entered.clear()
+    gated.release.clear()
+    gated.calls.clear()
+    _held_then_queued(batcher, gated, QUERIES[:3])
+    assert gated.calls == [["Wash your hands."], QUERIES[:2], QUERIES[2:3]]
 
 
 @pytest.mark.models
