@@ -159,27 +159,33 @@ def test_a_spread_share_never_exceeds_the_batch_size_nor_splits_a_call() -> None
     assert counting.calls == [QUERIES]
 
 
+def _calls_after_lone_passes(
+    batcher: MicroBatchingEmbedder, gated: GatedEmbedder, lone: int
+) -> list[list[str]]:
+    """The model's calls for three queries queued behind a held call, after ``lone``
+    single calls, each its own pass."""
+    for number in range(lone):
+        batcher.embed([f"a lone question {lone} {number}"])
+    gated.entered.clear()
+    gated.release.clear()
+    gated.calls.clear()
+    _held_then_queued(batcher, gated, QUERIES[:3])
+    return gated.calls
+
+
 @pytest.mark.models
 def test_a_spread_share_follows_the_load_down_after_16_passes() -> None:
     gated = GatedEmbedder()
     batcher = MicroBatchingEmbedder(gated, max_batch_texts=64, lanes=ONE_LANE, spread=True)
     _held_then_queued(batcher, gated)  # five in flight: passes of 3 and 2
     # Fewer than 16 passes later the five are still remembered: three queued go together.
-    for number in range(4):
-        batcher.embed([f"a lone question {number}"])
-    gated.entered.clear()
-    gated.release.clear()
-    gated.calls.clear()
-    _held_then_queued(batcher, gated, QUERIES[:3])
-    assert gated.calls == [["Wash your hands."], QUERIES[:3]]
+    assert _calls_after_lone_passes(batcher, gated, 4) == [["Wash your hands."], QUERIES[:3]]
     # 16 lone passes on, the most in flight is what the load is now: ceil(3 / 2) = 2.
-    for number in range(16):
-        batcher.embed([f"another lone question {number}"])
-    gated.entered.clear()
-    gated.release.clear()
-    gated.calls.clear()
-    _held_then_queued(batcher, gated, QUERIES[:3])
-    assert gated.calls == [["Wash your hands."], QUERIES[:2], QUERIES[2:3]]
+    assert _calls_after_lone_passes(batcher, gated, 16) == [
+        ["Wash your hands."],
+        QUERIES[:2],
+        QUERIES[2:3],
+    ]
 
 
 @pytest.mark.models
