@@ -103,7 +103,6 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         self._ready = threading.Condition()
         self._lanes = lanes
         self.spread = spread
-        self._queued_texts = 0
         self._running_texts = 0
         self._in_flight_seen: deque[int] = deque(maxlen=_IN_FLIGHT_WINDOW)
         self._workers: list[threading.Thread] = []
@@ -189,7 +188,6 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         pending = _Pending(texts, progress)
         with self._ready:
             self._queue.append(pending)
-            self._queued_texts += len(texts)
             if not self._workers:
                 if self._lanes is None:
                     self._lanes = process_lanes()
@@ -211,9 +209,10 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         """Most texts the pass being gathered takes (hold ``_ready``): with ``spread``,
         the most texts in flight (queued or in a pass) over the last gatherings, divided
         by one more than the lanes — one pass per lane, and one's worth queued."""
-        self._in_flight_seen.append(self._queued_texts + self._running_texts)
         if not self.spread or self._lanes is None:
             return self.max_batch_texts
+        queued = sum(len(pending.texts) for pending in self._queue)
+        self._in_flight_seen.append(queued + self._running_texts)
         return max(1, -(-max(self._in_flight_seen) // (self._lanes.lanes + 1)))
 
     def _next_batch(self) -> tuple[list[_Pending], bool]:
@@ -237,7 +236,6 @@ class MicroBatchingEmbedder(WrappingEmbedder):
                     break
                 batch.append(self._queue.popleft())
                 size += len(head.texts)
-            self._queued_texts -= size
             self._running_texts += size
             return batch, not self._queue
 
