@@ -15,8 +15,8 @@ Everything runs in one process on the demo's KB (the COVID FAQ, self-evidenced):
   forward pass at a time over every core, as the gateway ran them before passes ran side
   by side, one core each. Asked in the same rounds, the order alternating.
 - **new, passes not spread**: the same gateway with ``retrieval.micro_batch_spread:
-  false`` (a pass under load takes every queued call, instead of its share of the texts
-  in flight). Asked in the same rounds.
+  false`` (a pass under load takes every queued call, instead of its lane's part of the
+  texts in flight). Asked in the same rounds.
 - **new, unbatched**: the same gateway with ``retrieval.micro_batch_texts: 1`` (one
   forward pass per call, the calls still queued for the model's workers), at
   concurrency 16: what micro-batching adds.
@@ -25,7 +25,9 @@ Everything runs in one process on the demo's KB (the COVID FAQ, self-evidenced):
   one pass at a time over every core (one model after the other) and one
   single-threaded pass per core at once: a gateway can answer no faster than it embeds
   its queries. Also shown: batches of ``retrieval.micro_batch_texts`` (64), the models'
-  ceiling at any concurrency.
+  ceiling at any concurrency; and, each round, the models alone in passes of the sizes
+  they had inside the gateway: what the passes' size alone leaves of the limit (the
+  rest of the gap is the service's own work and idle cores).
 
 At concurrency 1 the demo's questions alternate between the paths (old, new, old, ...)
 after one warm-up each, and their decisions are compared. At concurrency 16 the
@@ -242,31 +244,35 @@ def _passes(settings: Settings) -> dict[str, tuple[int, int, float]]:
 
 
 def _embedder_limit(
-    settings: Settings, queries: list[str], size: int, keys: list[str] | None = None
+    settings: Settings,
+    queries: list[str],
+    size: int | dict[str, int],
+    keys: list[str] | None = None,
 ) -> dict[str, Any]:
     """The hot path's models (``keys``; default retrieval's embedder, then the feature
-    matcher's) embedding the queries alone in batches of ``size`` (fresh models, no
-    cache), the faster of two ways: one pass at a time over every core, one model after
-    the other; or one single-threaded pass per core at once, each core taking its share
-    of the queries through every model. Queries/s."""
+    matcher's) embedding the queries alone in batches of ``size`` (per model, where a
+    dict) (fresh models, no cache), the faster of two ways: one pass at a time over every
+    core, one model after the other; or one single-threaded pass per core at once, each
+    core taking its share of the queries through every model. Queries/s."""
     cores = apply_thread_policy(settings.server.compute_threads)
     keys = _model_keys(settings) if keys is None else keys
     models = {key: load_profile_embedder(settings, key) for key in keys}
-    for embedder in models.values():
-        embedder.embed(queries[:size])  # warm-up
+    sizes = size if isinstance(size, dict) else dict.fromkeys(keys, size)
+    for key, embedder in models.items():
+        embedder.embed(queries[: sizes[key]])  # warm-up
     per_model = {}
     for key, embedder in models.items():
         started = time.perf_counter()
-        for start in range(0, len(queries), size):
-            embedder.embed(queries[start : start + size])
+        for start in range(0, len(queries), sizes[key]):
+            embedder.embed(queries[start : start + sizes[key]])
         per_model[key] = time.perf_counter() - started
     sequential = len(queries) / sum(per_model.values())
 
     def lane(share: list[str]) -> None:
         use_torch_threads(1)
-        for embedder in models.values():
-            for start in range(0, len(share), size):
-                embedder.embed(share[start : start + size])
+        for key, embedder in models.items():
+            for start in range(0, len(share), sizes[key]):
+                embedder.embed(share[start : start + sizes[key]])
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=cores) as pool:
@@ -397,13 +403,23 @@ def _batched_round(
         name: _measured(variants[name][0], variants[name][1], loaded, concurrency) for name in names
     }
     after = _embedder_limit(settings, loaded, concurrency)
+    # The models alone in passes of the sizes they had inside the first variant's
+    # gateway (the default): how much of the gap is the passes' size, the rest being the
+    # service's own work and idle cores.
+    gateway_sizes = {
+        key: max(1, round(p["texts"] / max(1, p["passes"])))
+        for key, p in measured[next(iter(variants))]["passes"].items()
+    }
+    at_sizes = _embedder_limit(settings, loaded, gateway_sizes)
     limit = {
         "queries_per_s": (before["queries_per_s"] + after["queries_per_s"]) / 2,
         "before": before,
         "after": after,
         "models": before["models"],
     }
-    row: dict[str, Any] = {"limit": limit, "order": names}
+    at_sizes["sizes"] = gateway_sizes
+    at_sizes["share_of_limit"] = at_sizes["queries_per_s"] / limit["queries_per_s"]
+    row: dict[str, Any] = {"limit": limit, "order": names, "at_gateway_sizes": at_sizes}
     for name, batched in measured.items():
         batched["share_of_limit"] = batched["queries_per_s"] / limit["queries_per_s"]
         row[name] = batched
@@ -413,7 +429,9 @@ def _batched_round(
         + ", ".join(
             f"{name} {row[name]['queries_per_s']:.1f} queries/s ({row[name]['share_of_limit']:.0%})"
             for name in variants
-        ),
+        )
+        + f"; the models alone in the gateway's pass sizes {at_sizes['queries_per_s']:.1f} "
+        f"({at_sizes['share_of_limit']:.0%})",
         flush=True,
     )
     return row
@@ -547,6 +565,16 @@ def _concurrent_table(result: dict[str, Any]) -> None:
             f"{unspread['queries_per_s']:.1f} | {unspread['share_of_limit']:.0%} | "
             f"{new['queries_per_s'] / unspread['queries_per_s']:.2f}x |"
         )
+    print(
+        "the models alone in passes of the gateway's sizes, share of the limit, round by "
+        "round: "
+        + "; ".join(
+            f"{row['at_gateway_sizes']['share_of_limit']:.0%} ("
+            + " / ".join(str(size) for size in row["at_gateway_sizes"]["sizes"].values())
+            + " texts)"
+            for row in result["rounds"]
+        )
+    )
     print(
         f"median share of the limit: {result['share_of_limit']:.0%}; passes side by side "
         f"answered {result['side_by_side_over_one_at_a_time']:.2f}x the queries/s of one "

@@ -132,15 +132,77 @@ def _held_then_queued(
     return results
 
 
+HELD = ["Wash your hands.", "Stay at home."]
+"""The two calls the spread tests hold in the model, one per lane."""
+
+
+class HeldEmbedder(CountingEmbedder):
+    """Holds each call of one of :data:`HELD` inside the model until its own release."""
+
+    def __init__(self) -> None:
+        super().__init__(minilm())
+        self.entered = {text: threading.Event() for text in HELD}
+        self.release = {text: threading.Event() for text in HELD}
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
+        if len(texts) == 1 and texts[0] in self.release:
+            self.entered[texts[0]].set()
+            assert self.release[texts[0]].wait(30)
+        return super().embed(texts, progress=progress)
+
+
+def _two_held_then_queued(
+    batcher: MicroBatchingEmbedder, held: HeldEmbedder, queries: Sequence[str] = QUERIES
+) -> tuple[list[list[str]], dict[int, Any]]:
+    """Both lanes each holding one of :data:`HELD`, then each of ``queries`` queued alone,
+    then the first lane released (the second stays held while it works through the
+    queue), then the second: the model's calls between the held ones, and every query's
+    vector by its index."""
+    for event in (*held.entered.values(), *held.release.values()):
+        event.clear()
+    held.calls.clear()
+    results: dict[int, Any] = {}
+
+    def ask(index: int, text: str) -> None:
+        results[index] = batcher.embed([text])[0]
+
+    threads = [threading.Thread(target=ask, args=(-1 - n, text)) for n, text in enumerate(HELD)]
+    # One pass per held call, each on one lane: the first starts while the test holds
+    # the other lane (a lone pass would take both), the second once it is handed back.
+    lanes = batcher._lanes
+    assert lanes is not None
+    assert lanes.lanes == 2
+    lanes.take_one()
+    threads[0].start()
+    assert held.entered[HELD[0]].wait(30)
+    threads[1].start()
+    _queued(batcher, 1)
+    lanes.give(1)
+    assert held.entered[HELD[1]].wait(30)
+    for index, query in enumerate(queries):
+        threads.append(threading.Thread(target=ask, args=(index, query)))
+        threads[-1].start()
+        _queued(batcher, index + 1)
+    held.release[HELD[0]].set()
+    for thread in threads[len(HELD) :]:
+        thread.join(30)
+    held.release[HELD[1]].set()
+    for thread in threads[: len(HELD)]:
+        thread.join(30)
+    # A held call is noted when it is released: the first lane's, its queue, the other's.
+    assert [held.calls[0], held.calls[-1]] == [[text] for text in HELD]
+    return held.calls[1:-1], results
+
+
 @pytest.mark.models
-def test_a_spread_pass_takes_its_share_of_the_texts_in_flight() -> None:
-    gated = GatedEmbedder()
-    batcher = MicroBatchingEmbedder(gated, max_batch_texts=64, lanes=ONE_LANE, spread=True)
-    results = _held_then_queued(batcher, gated)
-    # Five texts in flight, one lane: a pass takes ceil(5 / 2) = 3, the next the other 2
-    # (the most seen over the last gatherings is still 5).
-    assert gated.calls == [["Wash your hands."], QUERIES[:3], QUERIES[3:]]
-    assert (batcher.passes_, batcher.calls_, batcher.texts_) == (3, 6, 6)
+def test_a_spread_pass_takes_its_lanes_part_of_the_texts_in_flight() -> None:
+    held = HeldEmbedder()
+    batcher = MicroBatchingEmbedder(held, max_batch_texts=64, lanes=ComputeLanes(2), spread=True)
+    calls, results = _two_held_then_queued(batcher, held)
+    # Six texts in flight (five queued, one held), two lanes: a pass takes ceil(6 / 2) = 3,
+    # the next the other 2 (the most seen over the last gatherings is still 6).
+    assert calls == [QUERIES[:3], QUERIES[3:]]
+    assert (batcher.passes_, batcher.calls_, batcher.texts_) == (4, 7, 7)
     alone = minilm().embed(QUERIES)
     for index in range(len(QUERIES)):
         np.testing.assert_allclose(results[index], alone[index], atol=1e-5)
@@ -148,44 +210,44 @@ def test_a_spread_pass_takes_its_share_of_the_texts_in_flight() -> None:
 
 @pytest.mark.models
 def test_a_spread_share_never_exceeds_the_batch_size_nor_splits_a_call() -> None:
-    gated = GatedEmbedder()
-    batcher = MicroBatchingEmbedder(gated, max_batch_texts=2, lanes=ONE_LANE, spread=True)
-    _held_then_queued(batcher, gated)
-    assert gated.calls == [["Wash your hands."], QUERIES[:2], QUERIES[2:4], QUERIES[4:]]
-    # A call of more texts than its share (ceil(5 / 2) = 3 on one lane) runs whole.
+    held = HeldEmbedder()
+    batcher = MicroBatchingEmbedder(held, max_batch_texts=2, lanes=ComputeLanes(2), spread=True)
+    calls, _ = _two_held_then_queued(batcher, held)
+    assert calls == [QUERIES[:2], QUERIES[2:4], QUERIES[4:]]
+    # A call of more texts than its share (ceil(5 / 2) = 3 on two lanes) runs whole.
     counting = CountingEmbedder(minilm())
-    whole = MicroBatchingEmbedder(counting, max_batch_texts=64, lanes=ONE_LANE, spread=True)
+    whole = MicroBatchingEmbedder(counting, max_batch_texts=64, lanes=ComputeLanes(2), spread=True)
     np.testing.assert_allclose(whole.embed(QUERIES), minilm().embed(QUERIES), atol=1e-5)
     assert counting.calls == [QUERIES]
 
 
+@pytest.mark.models
+def test_on_one_lane_a_spread_pass_takes_every_queued_call() -> None:
+    gated = GatedEmbedder()
+    batcher = MicroBatchingEmbedder(gated, max_batch_texts=64, lanes=ONE_LANE, spread=True)
+    _held_then_queued(batcher, gated)
+    assert gated.calls == [["Wash your hands."], QUERIES]
+
+
 def _calls_after_lone_passes(
-    batcher: MicroBatchingEmbedder, gated: GatedEmbedder, lone: int
+    batcher: MicroBatchingEmbedder, held: HeldEmbedder, lone: int
 ) -> list[list[str]]:
-    """The model's calls for three queries queued behind a held call, after ``lone``
-    single calls, each its own pass."""
+    """The model's calls for three queries queued behind the two held calls, after
+    ``lone`` single calls, each its own pass."""
     for number in range(lone):
         batcher.embed([f"a lone question {lone} {number}"])
-    gated.entered.clear()
-    gated.release.clear()
-    gated.calls.clear()
-    _held_then_queued(batcher, gated, QUERIES[:3])
-    return gated.calls
+    return _two_held_then_queued(batcher, held, QUERIES[:3])[0]
 
 
 @pytest.mark.models
 def test_a_spread_share_follows_the_load_down_after_16_passes() -> None:
-    gated = GatedEmbedder()
-    batcher = MicroBatchingEmbedder(gated, max_batch_texts=64, lanes=ONE_LANE, spread=True)
-    _held_then_queued(batcher, gated)  # five in flight: passes of 3 and 2
-    # Fewer than 16 passes later the five are still remembered: three queued go together.
-    assert _calls_after_lone_passes(batcher, gated, 4) == [["Wash your hands."], QUERIES[:3]]
-    # 16 lone passes on, the most in flight is what the load is now: ceil(3 / 2) = 2.
-    assert _calls_after_lone_passes(batcher, gated, 16) == [
-        ["Wash your hands."],
-        QUERIES[:2],
-        QUERIES[2:3],
-    ]
+    held = HeldEmbedder()
+    batcher = MicroBatchingEmbedder(held, max_batch_texts=64, lanes=ComputeLanes(2), spread=True)
+    _two_held_then_queued(batcher, held)  # six in flight: passes of 3 and 2
+    # Fewer than 16 passes later the six are still remembered: three queued go together.
+    assert _calls_after_lone_passes(batcher, held, 4) == [QUERIES[:3]]
+    # 16 lone passes on, the most in flight is what the load is now: ceil(4 / 2) = 2.
+    assert _calls_after_lone_passes(batcher, held, 16) == [QUERIES[:2], QUERIES[2:3]]
 
 
 @pytest.mark.models

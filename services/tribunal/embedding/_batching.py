@@ -10,13 +10,13 @@ each, and the calls arriving meanwhile go into the next pass together. A lone ca
 waits for nobody and gets every core (a worker waits for more only under load, when
 its last pass gathered several calls): batching costs a single request no latency.
 
-On the CPU a pass under load also takes no more than its share of the work in flight
-(``spread``): the texts queued or in a pass, at their most over the last gatherings,
-divided by one more than the lanes. Then while every lane runs a pass, the callers of
-the pass finished last do their own work and the next pass is already queued, instead
-of most callers waiting on one large pass while a lane has nothing to run
-(``bench/gateway.py`` measures both ways side by side). On a GPU, where a larger pass
-is cheaper per text, passes are not spread.
+On the CPU a pass under load also takes no more than its lane's part of the work in
+flight (``spread``): the texts queued or in a pass, at their most over the last
+gatherings, split evenly over the lanes. Then no lane's pass holds most callers while
+another lane has nothing to run, and passes stay as large as the load allows (each pass
+reads the model's weights once: a small pass costs more per text). ``bench/gateway.py``
+measures spread passes against passes not spread side by side. On a GPU, where a larger
+pass is cheaper per text still, passes are not spread.
 
 :func:`shared_profile_embedder` gives every service in a process the same
 :class:`MicroBatchingEmbedder` per model, with a small memory of recent short
@@ -78,9 +78,9 @@ class MicroBatchingEmbedder(WrappingEmbedder):
             served without the model; 0 keeps none. Long calls (ingestion) bypass it.
         lanes: The lanes passes run in, shared with other models (default: the
             process's, one per torch thread); one worker per lane.
-        spread: A pass takes at most its share of the texts in flight (see the module
-            docstring; for CPU lanes). Off: a pass takes every queued call up to
-            ``max_batch_texts``.
+        spread: A pass takes at most its lane's part of the texts in flight (see the
+            module docstring; for CPU lanes; on one lane it changes nothing). Off: a pass
+            takes every queued call up to ``max_batch_texts``.
     """
 
     def __init__(
@@ -207,13 +207,16 @@ class MicroBatchingEmbedder(WrappingEmbedder):
 
     def _pass_share(self) -> int:
         """Most texts the pass being gathered takes (hold ``_ready``): with ``spread``,
-        the most texts in flight (queued or in a pass) over the last gatherings, divided
-        by one more than the lanes — one pass per lane, and one's worth queued."""
+        the most texts in flight (queued or in a pass) over the last gatherings, split
+        evenly over the lanes."""
         if not self.spread or self._lanes is None:
             return self.max_batch_texts
         queued = sum(len(pending.texts) for pending in self._queue)
         self._in_flight_seen.append(queued + self._running_texts)
-        return max(1, -(-max(self._in_flight_seen) // (self._lanes.lanes + 1)))
+        # An even split, not a smaller one: a third of the work per pass on two lanes
+        # (one pass's worth kept queued) kept the cores no busier and made more, smaller
+        # passes, each reading the weights again (bench/pass_share.py, 2 cores).
+        return max(1, -(-max(self._in_flight_seen) // self._lanes.lanes))
 
     def _next_batch(self) -> tuple[list[_Pending], bool]:
         """The next pass's calls (the gathering worker saw the queue non-empty, and only

@@ -104,11 +104,11 @@ class RetrievalSettings(Section):
     full waits for more calls before it starts; a lone call never waits. 0: never (the
     calls that arrived while the previous pass ran form the next one)."""
     micro_batch_spread: bool = True
-    """On the CPU, under load, a pass takes at most its share of the texts in flight
-    (queued or in a pass, at their most over the last 16 passes gathered, divided by one
-    more than ``embed_lanes``), so that every lane has a pass to run while the next is
-    queued. Off: a pass takes every queued call up to ``micro_batch_texts``. Never on a
-    GPU, where a larger pass is cheaper per text."""
+    """On the CPU, under load, a pass takes at most its lane's part of the texts in
+    flight (queued or in a pass, at their most over the last 16 passes gathered, split
+    evenly over ``embed_lanes``), so that no lane's pass holds most callers while another
+    lane has nothing to run. Off: a pass takes every queued call up to
+    ``micro_batch_texts``. Never on a GPU, where a larger pass is cheaper per text."""
     embed_lanes: int | None = Field(None, ge=1, le=1_024)
     """Embedding passes that may run at once under load, each on an equal share of the
     process's ``server.compute_threads``. None: one per thread (single-threaded passes side
