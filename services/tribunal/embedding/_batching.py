@@ -79,8 +79,9 @@ class MicroBatchingEmbedder(WrappingEmbedder):
         lanes: The lanes passes run in, shared with other models (default: the
             process's, one per torch thread); one worker per lane.
         spread: A pass takes at most its lane's part of the texts in flight (see the
-            module docstring; for CPU lanes; on one lane it changes nothing). Off: a pass
-            takes every queued call up to ``max_batch_texts``.
+            module docstring; for CPU lanes; on one lane a pass still takes every queued
+            call, and waits for more only up to the most recently in flight). Off: a
+            pass takes every queued call up to ``max_batch_texts``.
     """
 
     def __init__(
