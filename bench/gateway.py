@@ -28,6 +28,12 @@ Everything runs in one process on the demo's KB (the COVID FAQ, self-evidenced):
   ceiling at any concurrency; and, each round, the models alone in passes of the sizes
   they had inside the gateway: what the passes' size alone leaves of the limit (the
   rest of the gap is the service's own work and idle cores).
+- **own work**: after the last round, every query asked again (its vectors now in the
+  models' memories, so no forward pass runs): the process's CPU milliseconds per query,
+  against the models' core-milliseconds per query at the limit. On a host whose cores
+  run the service and the models both, ``models / (models + own)`` is the most of the
+  limit any scheduling of the passes could reach there: the share depends on how fast
+  the host runs the models next to the service's Python.
 
 At concurrency 1 the demo's questions alternate between the paths (old, new, old, ...)
 after one warm-up each, and their decisions are compared. At concurrency 16 the
@@ -214,6 +220,17 @@ def _concurrent(client: GatewayClient, queries: list[str], concurrency: int) -> 
         "p99_s": _percentile(seconds, 0.99),
         "accepted": decisions.count("ACCEPT"),
     }
+
+
+def _without_passes(client: GatewayClient, queries: list[str], concurrency: int) -> dict[str, Any]:
+    """:func:`_concurrent` on queries whose vectors are all in the models' memories of
+    recent texts (asked just before), so no forward pass runs: with the process's CPU
+    milliseconds per query, the service's own work (gRPC, search, checks, features,
+    confidence, the audit write; the clients' gRPC work too)."""
+    cpu_before = _process_cpu_s()
+    result = _concurrent(client, queries, concurrency)
+    result["cpu_ms_per_query"] = 1000 * (_process_cpu_s() - cpu_before) / len(queries)
+    return result
 
 
 def _process_cpu_s() -> float:
@@ -468,6 +485,12 @@ def _throughput(
         per_round = [
             _batched_round(variants, loaded, concurrency, number=number) for number in range(rounds)
         ]
+        # The last round left every query's vectors in the models' memories: asked again,
+        # what the gateway spends is its own work, on this host, this hour.
+        counted = _passes(settings)
+        own_work = [_without_passes(new, loaded, concurrency) for _ in range(3)]
+        # Checked, not assumed: a pass here would count model work as the service's.
+        own_passes = sum(now[0] - counted[key][0] for key, now in _passes(settings).items())
         _forget_recent(settings)
         alone = _concurrent(unbatched, loaded, concurrency)
         print(f"  new, unbatched: {alone['queries_per_s']:.1f} queries/s", flush=True)
@@ -482,6 +505,9 @@ def _throughput(
     # The round whose share is the median stands for the run in the tables.
     median_round = next(r for r in per_round if r["new"]["share_of_limit"] == median)
     batched = dict(median_round["new"], limit=median_round["limit"])
+    own_ms = sorted(r["cpu_ms_per_query"] for r in own_work)[1]
+    # The models' core-milliseconds per query at the limit: the cores over its rate.
+    models_ms = 1000 * (os.cpu_count() or 1) / batched["limit"]["queries_per_s"]
     ratios = sorted(
         r["new"]["queries_per_s"] / r["one_pass_at_a_time"]["queries_per_s"] for r in per_round
     )
@@ -498,6 +524,15 @@ def _throughput(
         "ceiling": ceiling,
         "ceiling_batch": settings.retrieval.micro_batch_texts,
         "share_of_limit": median,
+        "own_work": {
+            "rounds": own_work,
+            "cpu_ms_per_query": own_ms,
+            "models_core_ms_per_query": models_ms,
+            # With passes as cheap as alone and no core idle, the gateway could reach
+            # this share of the limit on this host, and no more.
+            "share_allowed": models_ms / (models_ms + own_ms),
+            "forward_passes": own_passes,
+        },
         "side_by_side_over_one_at_a_time": ratios[len(ratios) // 2],
         "spread_over_not_spread": over_unspread[len(over_unspread) // 2],
     }
@@ -610,6 +645,15 @@ def _concurrent_table(result: dict[str, Any]) -> None:
         f"this process (the gateway, its in-process stages and the clients) used "
         f"{result['new']['cpu_share']:.0%} of the machine's {os.cpu_count()} cores "
         f"during the median round (limit {limit['queries_per_s']:.1f} queries/s)"
+    )
+    own = result["own_work"]
+    print(
+        f"the service's own work (every query asked again, no forward pass, the median of 3): "
+        f"{own['cpu_ms_per_query']:.2f} CPU ms per query, against "
+        f"{own['models_core_ms_per_query']:.1f} core-ms of the models per query at the "
+        f"median round's limit: on this host the gateway can reach at most "
+        f"{own['share_allowed']:.0%} of the limit (passes as cheap as alone, no core idle)"
+        + (f"; {own['forward_passes']} passes ran meanwhile" if own["forward_passes"] else "")
     )
     print("\nthe models' passes inside the gateway (median round) vs the same queries alone:")
     print(

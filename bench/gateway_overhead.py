@@ -39,9 +39,7 @@ def main() -> int:
     try:
         bench._concurrent(client, loaded, args.concurrency)  # every vector into memory
         for number in range(1, args.rounds + 1):
-            cpu_before = bench._process_cpu_s()
-            result = bench._concurrent(client, loaded, args.concurrency)
-            result["cpu_ms_per_query"] = 1000 * (bench._process_cpu_s() - cpu_before) / len(loaded)
+            result = bench._without_passes(client, loaded, args.concurrency)
             rounds.append(result)
             print(
                 f"  round {number}: {result['queries_per_s']:.1f} queries/s, "
