@@ -27,8 +27,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ..audit import NORMAL
-from ..confidence import RequestVersions, ScoreResult, ThresholdStatus
+from ..confidence import RequestVersions, ScoreResult
 from ..core import (
     FailedPreconditionError,
     GatewaySettings,
@@ -37,10 +36,8 @@ from ..core import (
     TribunalError,
 )
 from ..core.storage import Database
-from ..v1 import common_pb2, confidence_pb2, ensemble_pb2, gateway_pb2, retrieval_pb2
-from ._accept import build_accept
+from ..v1 import confidence_pb2, ensemble_pb2, gateway_pb2, retrieval_pb2
 from ._answer_record import (
-    REVIEW_ENTRY,
     audit_signals,
     decision_name,
     reason_name,
@@ -61,6 +58,7 @@ from ._checks import (
     expected_scores,
     serving_problem,
 )
+from ._decision import decide, fallback_response
 from ._live_audit import LiveAudit
 from ._metrics import record_decision
 from ._provenance import check_provenance
@@ -429,79 +427,16 @@ class AnswerPipeline:
         scores: Sequence[ScoreResult],
         kb_version: int,
     ) -> gateway_pb2.AnswerResponse:
-        audit_signals(trace, candidates, signals, scores)
-        best = max(range(len(candidates)), key=lambda i: scores[i].confidence)
-        hit, score = candidates[best], scores[best]
-        trace.detail["best_candidate"] = hit.entry.id
-        trace.detail[REVIEW_ENTRY] = {
-            "id": hit.entry.id,
-            "question": hit.entry.question,
-            "answer": hit.entry.answer,
-            "calibrator": score.calibrator_version,
-        }
-        if score.status is ThresholdStatus.NOT_CERTIFIED:
-            # A configured state, not a stage fault: no threshold is certified for alpha.
-            response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD)
-            response.confidence = score.confidence
-            return response
-        if self.audit is not None:
-            mode = self.audit.mode(trace.collection, score.calibrator_version)
-            if mode != NORMAL:
-                safe = self._safe_mode(trace, mode, hit, score)
-                if safe is not None:
-                    return safe
-        if score.decision.value == "accept":
-            return build_accept(trace, hit, score, kb_version, self.policy)
-        response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_LOW_CONFIDENCE)
-        response.confidence = score.confidence
-        response.threshold = score.threshold
-        if score.decision.value == "escalate" and self.settings.escalate_to == "human":
-            response.decision = common_pb2.DECISION_ESCALATE
-            trace.detail["escalate"] = {
-                "kb_entry_id": hit.entry.id,
-                "answer": hit.entry.answer,
-                "confidence": score.confidence,
-            }
-        return response
-
-    def _safe_mode(
-        self,
-        trace: RequestTrace,
-        mode: str,
-        hit: retrieval_pb2.SearchHit,
-        score: ScoreResult,
-    ) -> gateway_pb2.AnswerResponse | None:
-        """The live bound showed this calibrator's rate above alpha: serve the collection's
-        safe mode until a new artifact is certified. None: the stricter threshold admits
-        the answer (decided as usual)."""
-        trace.detail["safe_mode"] = mode
-        why = f"safe mode ({mode}): the live audit showed a hallucination rate above alpha"
-        safe_alpha = self.audit.settings.safe_alpha if self.audit is not None else None
-        if mode == "stricter" and safe_alpha is not None:
-            try:
-                stricter = self.policy.scorer.artifact.threshold_for(safe_alpha).threshold
-            except InvalidArgumentError:
-                stricter = None  # the artifact holds no threshold for it: fall back
-            if stricter is not None:
-                if score.confidence >= stricter:
-                    return None  # at or above the normal threshold too: decided as usual
-                response = self._fallback(trace, gateway_pb2.FALLBACK_REASON_LOW_CONFIDENCE)
-                response.confidence = score.confidence
-                response.threshold = stricter
-                return response
-        response = self._fallback(
-            trace, gateway_pb2.FALLBACK_REASON_NO_CERTIFIED_THRESHOLD, error=why
+        return decide(
+            trace,
+            candidates,
+            signals,
+            scores,
+            kb_version,
+            settings=self.settings,
+            policy=self.policy,
+            audit=self.audit,
         )
-        response.confidence = score.confidence
-        if mode == "escalate" and score.decision.value != "fallback":
-            response.decision = common_pb2.DECISION_ESCALATE
-            trace.detail["escalate"] = {
-                "kb_entry_id": hit.entry.id,
-                "answer": hit.entry.answer,
-                "confidence": score.confidence,
-                "reason": "safe_mode",
-            }
-        return response
 
     def _fallback(
         self,
@@ -511,14 +446,7 @@ class AnswerPipeline:
         stage: str = "",
         error: str = "",
     ) -> gateway_pb2.AnswerResponse:
-        if error:
-            trace.detail["error"] = error
-        return gateway_pb2.AnswerResponse(
-            decision=common_pb2.DECISION_FALLBACK,
-            answer=self.settings.fallback_answer,
-            fallback_reason=reason,  # type: ignore[arg-type]
-            failed_stage=stage,
-        )
+        return fallback_response(self.settings, trace, reason, stage=stage, error=error)
 
     def _audited(
         self, trace: RequestTrace, response: gateway_pb2.AnswerResponse
