@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tribunal.core import InvalidArgumentError, NotFoundError
 from tribunal.jobs import InputSpec, LabelItem, detect_format, read_items
-from tribunal.jobs._inputs import read_qrels, read_run
+from tribunal.jobs._ir_inputs import read_qrels, read_run
 
 from tests.conftest import SHARED
 

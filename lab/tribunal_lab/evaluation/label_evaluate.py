@@ -115,7 +115,7 @@ def _truth_by_ir_measures(
 
 
 def run(args: argparse.Namespace) -> int:
-    from tribunal.jobs._inputs import read_qrels
+    from tribunal.jobs._ir_inputs import read_qrels
     from tribunal.jobs._ppi import PoolLabels, grades_to_indicators
     from tribunal.jobs._ppi_pool import METRICS, RunPool, metric_values
     from tribunal.jobs._ppi_trec import read_scored_run

@@ -104,7 +104,7 @@ def _check(args: argparse.Namespace) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from ..jobs import JobStore
-    from ..jobs._inputs import read_corpus, read_qrels, read_topics
+    from ..jobs._ir_inputs import read_corpus, read_qrels, read_topics
     from ..jobs._ppi_job import evaluation_items
     from ..jobs._ppi_pool import RunPool
     from ..jobs._ppi_trec import read_scored_run, run_name

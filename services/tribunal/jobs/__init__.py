@@ -16,12 +16,12 @@ from ._compare import compare_jobs, comparison_markdown
 from ._inputs import (
     InputSpec,
     ItemLimits,
-    LabelItem,
     check_items,
     detect_format,
     read_items,
     read_jsonl,
 )
+from ._items import LabelItem
 from ._labeller import GatewayLabeller, Labeller, PipelineLabeller
 from ._outputs import export_job
 from ._plan import fit_plan

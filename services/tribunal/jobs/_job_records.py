@@ -13,7 +13,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 
 from ..core import InvalidArgumentError
-from ._inputs import LabelItem
+from ._items import LabelItem
 from ._tables import JobItemRow, LabelJobRow
 
 __all__ = [

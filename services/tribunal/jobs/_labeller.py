@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from ..core import InternalError, InvalidArgumentError, Settings, TribunalError, UnavailableError
 from ..gateway import LabelMode, LabelPipeline, label_stages
 from ..v1 import common_pb2, debate_pb2, gateway_pb2
-from ._inputs import LabelItem
+from ._items import LabelItem
 from ._store import ItemResult
 
 __all__ = [

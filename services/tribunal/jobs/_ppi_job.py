@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import FailedPreconditionError, InvalidArgumentError
 from ..core.storage import EscalationRecord
-from ._inputs import LabelItem
+from ._items import LabelItem
 from ._ppi import HumanSample, PoolLabels
 from ._ppi_pool import MetricSpec, RunPool
 from ._ppi_sample import Design, draw_sample

@@ -4,7 +4,7 @@
 line; the evaluation needs ``file:line`` errors and the ranking trec_eval (and so
 ir-measures) evaluates — by score, descending, ties by docid descending, the rank column
 ignored — so the run is parsed here. qrels are read by the label job's own reader
-(:func:`._inputs.read_qrels`).
+(:func:`._ir_inputs.read_qrels`).
 """
 
 from __future__ import annotations

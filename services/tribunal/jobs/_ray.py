@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core import Settings
 from ._heartbeat import LeaseHeartbeat
-from ._inputs import LabelItem
+from ._items import LabelItem
 from ._runner import JobProgress, RunReport, record_closing_status
 from ._store import ItemResult, JobStore, runner_id
 

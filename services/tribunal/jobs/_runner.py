@@ -23,7 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ._inputs import LabelItem
+from ._items import LabelItem
 from ._labeller import Labeller, PartialBatchError
 from ._store import ItemResult, JobStore, runner_id
 

@@ -30,7 +30,7 @@ from ..core import (
     NotFoundError,
 )
 from ..core.storage import Database
-from ._inputs import LabelItem
+from ._items import LabelItem
 from ._job_records import (
     ItemResult,
     JobCounts,
