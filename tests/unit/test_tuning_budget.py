@@ -12,7 +12,7 @@ import pytest
 from tribunal.core import InvalidArgumentError, load_embedder, load_settings
 from tribunal.tuning import TuneConfig
 from tribunal.tuning._budget import SAMPLE_TEXTS, TrainingDeadline, price_after_training
-from tribunal.tuning._tune import _train
+from tribunal.tuning._contrastive import train_encoder
 
 
 class CharacterClock:
@@ -85,7 +85,7 @@ def _train_minilm(tmp_path: Path, *, triples: int, epochs: float, room: float) -
     }
     config = TuneConfig(epochs=epochs, batch_size=2)
     deadline = TrainingDeadline(time.monotonic() + 60.0 + room, reserve=60.0)
-    _train(model, columns, config, tmp_path / "trainer", deadline)
+    train_encoder(model, columns, config, tmp_path / "trainer", deadline)
     return deadline
 
 

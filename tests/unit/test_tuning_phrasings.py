@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from tribunal.confidence import read_traffic
 from tribunal.ensemble import MATCH_FEATURES, match_feature_values
 from tribunal.tuning import EntryTexts, pair_features, split_for_tuning
-from tribunal.tuning._tune import _examples
+from tribunal.tuning._contrastive import contrastive_examples
 
 
 class HashEmbedder:
@@ -71,7 +71,7 @@ def test_examples_use_the_phrasings_as_positives_and_pairs(tmp_path: Path) -> No
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     traffic = read_traffic(path)
     split = split_for_tuning(traffic.queries, heldout_fraction=0.3, head_fraction=0.25, seed=0)
-    columns, counts = _examples(traffic, split, ENTRIES, HashEmbedder(), seed=0)
+    columns, counts = contrastive_examples(traffic, split, ENTRIES, HashEmbedder(), seed=0)
     answerable_train = sum(1 for i in split.train if traffic.queries[i].answers)
     # One triple per answerable train query; consecutive phrasings of each entry pair up.
     assert counts == {"query_triples": answerable_train, "phrasing_pairs": 3, "answer_pairs": 0}
@@ -83,7 +83,7 @@ def test_examples_use_the_phrasings_as_positives_and_pairs(tmp_path: Path) -> No
         assert by_entry[positive] != by_entry[negative]
         if anchor in by_entry:
             assert by_entry[anchor] == by_entry[positive]
-    again, _ = _examples(traffic, split, ENTRIES, HashEmbedder(), seed=0)
+    again, _ = contrastive_examples(traffic, split, ENTRIES, HashEmbedder(), seed=0)
     assert again == columns
 
 

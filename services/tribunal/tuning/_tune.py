@@ -6,13 +6,13 @@
 3. Teaching (:mod:`._teach`, written to the KB by ``tribunal tune``): the train
    queries become phrasings of their right entries; everything below matches
    against the taught KB.
-4. Optional (``epochs`` > 0): contrastive fine-tune of the matcher's bi-encoder with
-   sentence-transformers' ``MultipleNegativesRankingLoss`` on (query, right entry's
-   question, hardest wrong entry's question) triples from the train queries, plus
-   (phrasing, phrasing) pairs of entries that answer alike (two entries named
-   together in one train query's answers). The hard negative is the wrong entry the base model ranks
-   highest: the confusion the tune must undo. The library's trainer runs the loop
-   (progress with rate and ETA).
+4. Optional (``epochs`` > 0, :mod:`._contrastive`): contrastive fine-tune of the
+   matcher's bi-encoder with sentence-transformers' ``MultipleNegativesRankingLoss`` on
+   (query, right entry's question, hardest wrong entry's question) triples from the
+   train queries, plus (phrasing, phrasing) pairs of entries that answer alike (two
+   entries named together in one train query's answers). The hard negative is the
+   wrong entry the base model ranks highest: the confusion the tune must undo. The
+   library's trainer runs the loop (progress with rate and ETA).
 5. The matching head — the feature matcher's logistic regression over the tuned
    model's cosines and token-set ratio — is refitted on the pairs (each query with its
    right entries and the tuned model's top wrong ones) of the train queries, each
@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,7 @@ from numpy.typing import NDArray
 from ..confidence import Traffic
 from ..core import InvalidArgumentError
 from ._budget import MARGIN_SHARE, TrainingDeadline, price_after_training
+from ._contrastive import answer_matrix, contrastive_examples, train_encoder
 from ._pair_features import EntryTexts, PairFeatures, pair_features
 from ._split import TuneSplit, split_for_tuning
 
@@ -187,128 +187,6 @@ def check_enough(
         )
 
 
-def _answer_matrix(traffic: Traffic, rows: Sequence[int], entries: EntryTexts) -> NDArray[np.bool_]:
-    column = {entry_id: j for j, entry_id in enumerate(entries.ids)}
-    right = np.zeros((len(rows), len(entries.ids)), dtype=bool)
-    for i, row in enumerate(rows):
-        for entry_id in traffic.queries[row].answers:
-            if entry_id in column:
-                right[i, column[entry_id]] = True
-    return right
-
-
-def _examples(
-    traffic: Traffic, split: TuneSplit, entries: EntryTexts, base: Embedder, seed: int
-) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """(anchor, positive, negative) triples for the contrastive loss.
-
-    Each train query is an anchor once per right entry: its positive is one of that
-    entry's phrasings (seeded), its negative the phrasing of the wrong entry closest to
-    it under the base model — the confusion the tune must undo. Each entry's phrasings
-    are positives of each other (consecutive pairs), with the closest phrasing of
-    another entry as negative; so are entries named together in a train query's answers.
-    """
-    rng = np.random.default_rng(seed)
-    phrasings = entries.all_phrasings()
-    owner = np.asarray([j for j, texts in enumerate(phrasings) for _ in texts], dtype=np.int64)
-    flat = [text for texts in phrasings for text in texts]
-    flat_vectors = base.embed(flat).astype(np.float64)
-
-    def closest_other(vector: NDArray[np.float64], right: NDArray[np.bool_]) -> str:
-        """The phrasing of a wrong entry (``right`` False) closest to ``vector``."""
-        similarity = flat_vectors @ vector
-        similarity[right[owner]] = -np.inf
-        return flat[int(np.argmax(similarity))]
-
-    rows = [i for i in split.train if traffic.queries[i].answers]
-    right = _answer_matrix(traffic, rows, entries)
-    keep: NDArray[np.bool_] = np.asarray(right.any(axis=1), dtype=bool)
-    rows = [r for r, k in zip(rows, keep.tolist(), strict=True) if k]
-    right = right[keep]
-    queries = [traffic.queries[r].query for r in rows]
-    query_vectors = base.embed(queries).astype(np.float64) if queries else np.zeros((0, 1))
-    anchor: list[str] = []
-    positive: list[str] = []
-    negative: list[str] = []
-    for i, query in enumerate(queries):
-        hard = closest_other(query_vectors[i], right[i])
-        for column in np.flatnonzero(right[i]):
-            texts = phrasings[int(column)]
-            anchor.append(query)
-            positive.append(texts[int(rng.integers(len(texts)))])
-            negative.append(hard)
-    query_triples = len(anchor)
-    alone = np.eye(len(phrasings), dtype=bool)
-    for entry, texts in enumerate(phrasings):
-        for first, second in itertools.pairwise(texts):
-            anchor.append(first)
-            positive.append(second)
-            negative.append(closest_other(flat_vectors[flat.index(first)], alone[entry]))
-    phrasing_pairs = len(anchor) - query_triples
-    # Entries that answer alike (named together in one train query's answers) are
-    # positives of each other; their hard negative is the first query's.
-    seen: set[tuple[int, int]] = set()
-    for i in range(len(rows)):
-        columns = [int(j) for j in np.flatnonzero(right[i])]
-        for a in columns:
-            for b in columns:
-                if a < b and (a, b) not in seen:
-                    seen.add((a, b))
-                    anchor.append(entries.questions[a])
-                    positive.append(entries.questions[b])
-                    negative.append(closest_other(query_vectors[i], right[i]))
-    counts = {
-        "query_triples": query_triples,
-        "phrasing_pairs": phrasing_pairs,
-        "answer_pairs": len(anchor) - query_triples - phrasing_pairs,
-    }
-    return {"anchor": anchor, "positive": positive, "negative": negative}, counts
-
-
-def _train(
-    model: SentenceTransformer,
-    columns: dict[str, list[str]],
-    config: TuneConfig,
-    work: Path,
-    deadline: TrainingDeadline,
-) -> None:
-    """Contrastive fine-tune with the library's trainer (no hand-written loop)."""
-    from datasets import Dataset
-    from sentence_transformers import (
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
-    )
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
-
-    dataset = Dataset.from_dict(columns)
-    arguments = SentenceTransformerTrainingArguments(
-        output_dir=str(work),
-        num_train_epochs=config.epochs,
-        max_steps=config.max_steps,
-        per_device_train_batch_size=config.batch_size,
-        learning_rate=config.learning_rate,
-        warmup_ratio=config.warmup_ratio,
-        # In-batch negatives: a batch must not hold one text twice (a false negative).
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
-        seed=config.seed,
-        data_seed=config.seed,
-        save_strategy="no",
-        report_to="none",
-        logging_steps=max(1, math.ceil(len(dataset) / config.batch_size / 10)),
-        disable_tqdm=False,
-        use_cpu=True,
-    )
-    trainer = SentenceTransformerTrainer(
-        model=model,
-        args=arguments,
-        train_dataset=dataset,
-        loss=MultipleNegativesRankingLoss(model),
-        callbacks=[deadline.callback()],
-    )
-    trainer.train()
-
-
 def _deadline(
     traffic: Traffic,
     split: TuneSplit,
@@ -456,7 +334,7 @@ def tune_matcher(
         )
     check_enough(traffic, split, entries, config)
     heldout_queries = [traffic.queries[i].query for i in split.heldout]
-    heldout_right = _answer_matrix(traffic, split.heldout, entries)
+    heldout_right = answer_matrix(traffic, split.heldout, entries)
     from ..embedding import CachingEmbedder
 
     served_entries = CachingEmbedder(served_embedder, max_texts=_ENTRY_TEXTS, store=served_vectors)
@@ -467,7 +345,9 @@ def tune_matcher(
     examples = {"query_triples": 0, "phrasing_pairs": 0, "answer_pairs": 0}
     encoder: dict[str, Any] | None = None
     if config.epochs > 0:
-        columns, examples = _examples(traffic, split, entries, base_embedder, config.seed)
+        columns, examples = contrastive_examples(
+            traffic, split, entries, base_embedder, config.seed
+        )
         print(
             f"tune: {len(split.train)} train / {len(split.head)} head / {len(split.heldout)} "
             f"held-out queries; {examples['query_triples']} query triples + "
@@ -479,7 +359,7 @@ def tune_matcher(
             traffic, split, taught or entries, base_embedder, config=config, deadline=deadline
         )
         if budget.room() > 0:
-            _train(base_model, columns, config, work, budget)
+            train_encoder(base_model, columns, config, work, budget)
         else:
             budget.stopped_early_ = True
         if budget.stopped_early_:
@@ -517,7 +397,7 @@ def tune_matcher(
     )
     head = _fit_head(
         head_features,
-        _answer_matrix(traffic, head_rows, entries),
+        answer_matrix(traffic, head_rows, entries),
         tuned.name,
         config,
         {"traffic_sha256": traffic.sha256, "part": part, "queries": len(head_rows)},
