@@ -110,7 +110,7 @@ protos-check: install ## fail if the committed stubs differ from a fresh generat
 	$(BIN)/python -m tribunal.protogen --check services
 
 bench: install ## benchmarks: ratios measured side by side in one run
-	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+	@for script in bench/[!_]*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 # The whole stack on a local Ray Serve: `tribunal serve deploy` runs in the background
 # (pid in .build/serve/pid, log in .build/serve/log) and owns its Ray, so serve-stop
