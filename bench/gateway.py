@@ -56,6 +56,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -501,7 +502,7 @@ def _throughput(
     # The round whose share is the median stands for the run in the tables.
     median_round = next(r for r in per_round if r["new"]["share_of_limit"] == median)
     batched = dict(median_round["new"], limit=median_round["limit"])
-    own_ms = sorted(r["cpu_ms_per_query"] for r in own_work)[1]
+    own_ms = statistics.median(r["cpu_ms_per_query"] for r in own_work)
     # The models' core-milliseconds per query at the limit: the cores over its rate.
     models_ms = 1000 * (os.cpu_count() or 1) / batched["limit"]["queries_per_s"]
     ratios = sorted(

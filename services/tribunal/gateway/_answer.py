@@ -207,7 +207,16 @@ class AnswerPipeline:
             response.confidence = max(score.confidence for score in own)
             return response
         scores = self._score(trace, deadline, call_id, candidates, signals, versions=versions)
-        return self._decide(trace, candidates, signals, scores, kb_version)
+        return decide(
+            trace,
+            candidates,
+            signals,
+            scores,
+            kb_version,
+            settings=self.settings,
+            policy=self.policy,
+            audit=self.audit,
+        )
 
     def candidate_signals(
         self,
@@ -418,25 +427,6 @@ class AnswerPipeline:
             "alpha": expected[0].alpha,
         }
         return expected
-
-    def _decide(
-        self,
-        trace: RequestTrace,
-        candidates: Sequence[retrieval_pb2.SearchHit],
-        signals: Sequence[confidence_pb2.Signals],
-        scores: Sequence[ScoreResult],
-        kb_version: int,
-    ) -> gateway_pb2.AnswerResponse:
-        return decide(
-            trace,
-            candidates,
-            signals,
-            scores,
-            kb_version,
-            settings=self.settings,
-            policy=self.policy,
-            audit=self.audit,
-        )
 
     def _fallback(
         self,
