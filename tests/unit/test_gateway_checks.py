@@ -6,6 +6,7 @@ tests/integration/test_gateway_tamper.py.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -21,8 +22,9 @@ from tribunal.gateway._checks import (
     expected_scores,
     serving_problem,
 )
+from tribunal.gateway._provenance import ProvenanceMemory
 from tribunal.gateway._stages import FailureKind
-from tribunal.kb import answer_sha256
+from tribunal.kb import Chunk, KbEntry, answer_sha256, entry_sha256, entry_to_proto
 from tribunal.v1 import common_pb2, confidence_pb2, ensemble_pb2, retrieval_pb2
 
 from tests.integration._scripted_stages import identity_calibrator
@@ -203,3 +205,34 @@ def test_a_score_reply_must_be_what_the_trusted_calibrator_says(policy: AnswerPo
         with pytest.raises(StageError, match=message) as raised:
             check_scores(reply(**fields), request_id="r", item_ids=["a"], expected=[own])
         assert raised.value.kind is FailureKind.MALFORMED
+
+
+def test_the_served_entry_digest_is_recomputed_for_every_change_of_the_entry() -> None:
+    memory = ProvenanceMemory(max_digests=3)
+    entry = KbEntry(
+        "e1",
+        "Q?",
+        "A.",
+        metadata={"source": "s", "lang": "en"},
+        chunks=(Chunk("c0", "text", "T"),),
+        questions=("Q2?",),
+    )
+    assert memory.entry_sha256(entry_to_proto(entry)) == entry_sha256(entry)
+    changes = {
+        "answer": "A!",
+        "question": "Q",
+        "metadata": {"source": "s"},
+        "chunks": (Chunk("c0", "text.", "T"),),
+        "questions": (),
+        "id": "e2",
+    }
+    for field_name, value in changes.items():
+        changed = dataclasses.replace(entry, **{field_name: value})
+        served = memory.entry_sha256(entry_to_proto(changed))
+        assert served == entry_sha256(changed)
+        assert served != entry_sha256(entry), field_name
+        # Asked again (kept, or forgotten when full): the same digest.
+        assert memory.entry_sha256(entry_to_proto(entry)) == entry_sha256(entry)
+    # The metadata's order on the wire is not part of the entry.
+    reordered = dataclasses.replace(entry, metadata={"lang": "en", "source": "s"})
+    assert memory.entry_sha256(entry_to_proto(reordered)) == entry_sha256(entry)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from tribunal.core import RetrievalSettings
 from tribunal.retrieval import DenseIndex
-from tribunal.retrieval._dense import UnitMatch, group_best_per_entry, neighbour_votes
+from tribunal.retrieval._dense import group_best_per_entry, neighbour_votes
 from tribunal.retrieval._fusion import reciprocal_rank_fusion
+from tribunal.retrieval._ranked import RankedUnits, UnitMatch
 from tribunal.retrieval._ranking import fuse
 from tribunal.retrieval._sparse import SparseIndex
 from tribunal.retrieval._types import SearchMode, SearchQuery
@@ -87,7 +88,7 @@ def test_grouping_equals_the_walk_row_by_row(seed: int) -> None:
                     neighbours,
                     skipped,
                 )
-                assert got == expected
+                assert list(got) == expected
 
 
 def test_the_dense_index_groups_like_the_walk_after_removals() -> None:
@@ -146,7 +147,7 @@ def test_the_sparse_index_keeps_each_entrys_best_unit_like_the_walk() -> None:
             skip,
         )
         (got,) = sparse.search([query], 10, [skip])
-        assert got == expected
+        assert list(got) == expected
         assert len({m.entry_id for m in got}) == len(got) == 3
     (shallow,) = sparse.search([query], 2)
     assert shallow == sparse.search([query], 10)[0][:2]
@@ -166,7 +167,7 @@ def _reference_rrf(rankings: list[list[str]], k: int) -> list[tuple[str, float]]
 def test_fusion_and_its_head_equal_the_full_fusion_cut(seed: int) -> None:
     rng = np.random.default_rng(seed)
     pool = [f"e{i}" for i in range(60)]
-    dense = [
+    dense = RankedUnits.of(
         UnitMatch(e, "q", float(s), float(v))
         for e, s, v in zip(
             rng.permutation(pool)[: rng.integers(0, 50)],
@@ -174,11 +175,11 @@ def test_fusion_and_its_head_equal_the_full_fusion_cut(seed: int) -> None:
             rng.random(60),
             strict=False,
         )
-    ]
-    sparse = [
+    )
+    sparse = RankedUnits.of(
         UnitMatch(e, "answer", float(s))
         for e, s in zip(rng.permutation(pool)[: rng.integers(0, 50)], rng.random(60), strict=False)
-    ]
+    )
     rankings = [[m.entry_id for m in dense], [m.entry_id for m in sparse]]
     assert reciprocal_rank_fusion(rankings, k=60) == _reference_rrf(rankings, 60)
     for mode in SearchMode.HYBRID, SearchMode.DENSE, SearchMode.SPARSE:
@@ -192,3 +193,47 @@ def test_fusion_and_its_head_equal_the_full_fusion_cut(seed: int) -> None:
                 (c.entry_id, c.score, c.dense, c.dense_rank, c.sparse, c.sparse_rank)
                 for c in full[:limit]
             ]
+            # Each candidate carries its own match and 1-based place in either list.
+            for c in head:
+                for matches, match, rank in (
+                    (dense, c.dense, c.dense_rank),
+                    (sparse, c.sparse, c.sparse_rank),
+                ):
+                    listed = [m.entry_id for m in matches]
+                    if c.entry_id in listed:
+                        assert rank == listed.index(c.entry_id) + 1
+                        assert match == list(matches)[listed.index(c.entry_id)]
+                    else:
+                        assert (match, rank) == (None, None)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_fusion_of_any_number_of_lists_equals_the_running_sum(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    pool = [f"e{i}" for i in range(int(rng.integers(1, 40)))]
+    # Short lists over a small pool: many equal sums, so the tie rule decides.
+    rankings = [
+        [str(e) for e in rng.permutation(pool)[: rng.integers(0, len(pool) + 1)]]
+        for _ in range(int(rng.integers(1, 5)))
+    ]
+    k = int(rng.integers(1, 80))
+    expected = _reference_rrf(rankings, k)
+    assert reciprocal_rank_fusion(rankings, k=k) == expected
+    for limit in (0, 1, 3, len(expected) + 2):
+        assert reciprocal_rank_fusion(rankings, k=k, limit=limit) == expected[:limit]
+
+
+def test_a_ranked_list_reads_like_its_matches() -> None:
+    matches = [UnitMatch("a", "q", 0.9, 0.7), UnitMatch("b", "q:1", 0.5, 0.3)]
+    ranked = RankedUnits.of(matches)
+    assert list(ranked) == matches
+    assert ranked == matches  # it stands where lists of matches stood
+    assert ranked[1] == matches[1]
+    assert len(ranked) == 2
+    assert list(ranked[:1]) == matches[:1]
+    assert ranked.position() == {"a": 0, "b": 1}
+    assert RankedUnits.of(m._replace(vote=None) for m in matches).votes is None
+    assert ranked == RankedUnits.of(matches)
+    assert ranked != RankedUnits.of(matches[:1])
+    with pytest.raises(ValueError, match="same length"):
+        RankedUnits(["a"], [], [0.1])

@@ -90,8 +90,8 @@ def test_examples_use_the_phrasings_as_positives_and_pairs(tmp_path: Path) -> No
 def test_a_served_entry_with_phrasings_hashes_as_its_writer_signed_it() -> None:
     """The gateway checks the served entry's sha256 against the signed one: its
     phrasings are part of the entry, so they must be part of what it hashes."""
-    from tribunal.gateway._provenance import _entry
+    from tribunal.gateway._provenance import ProvenanceMemory
     from tribunal.kb import KbEntry, entry_sha256, entry_to_proto
 
     entry = KbEntry("card", "where is my card", "Card arrival.", questions=("card missing",))
-    assert entry_sha256(_entry(entry_to_proto(entry))) == entry_sha256(entry)
+    assert ProvenanceMemory().entry_sha256(entry_to_proto(entry)) == entry_sha256(entry)

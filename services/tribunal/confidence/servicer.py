@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import grpc
 
-from ..core import InvalidArgumentError, ResourceExhaustedError, Settings, TribunalError
+from ..core import (
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    Settings,
+    TribunalError,
+    python_turn,
+)
 from ..core.server import ServiceHost
 from ..v1 import common_pb2, confidence_pb2, confidence_pb2_grpc
 from ._proto import signals_from_proto
@@ -96,19 +102,21 @@ class ConfidenceServicer(confidence_pb2_grpc.ConfidenceServiceServicer):
             )
         if not count:
             return confidence_pb2.BatchScoreResponse(request_id=request.request_id)
-        parsed = [_request(item, f"items[{i}].") for i, item in enumerate(request.items)]
-        results = self._scorer().score_many(
-            [s for s, _ in parsed],
-            [a for _, a in parsed],
-            [_versions(item) for item in request.items],
-        )
-        return confidence_pb2.BatchScoreResponse(
-            request_id=request.request_id,
-            results=[
-                response_from_result(r, item.item_id)
-                for r, item in zip(results, request.items, strict=True)
-            ],
-        )
+        scorer = self._scorer()
+        with python_turn():
+            parsed = [_request(item, f"items[{i}].") for i, item in enumerate(request.items)]
+            results = scorer.score_many(
+                [s for s, _ in parsed],
+                [a for _, a in parsed],
+                [_versions(item) for item in request.items],
+            )
+            return confidence_pb2.BatchScoreResponse(
+                request_id=request.request_id,
+                results=[
+                    response_from_result(r, item.item_id)
+                    for r, item in zip(results, request.items, strict=True)
+                ],
+            )
 
 
 def build_host(settings: Settings) -> ServiceHost:

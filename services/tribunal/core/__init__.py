@@ -30,6 +30,7 @@ from ._loading import (
     resolve_device,
 )
 from ._logging import configure_logging, quiet_third_party
+from ._python_turns import python_turn, take_python_turns
 from ._text import pack_sentences, split_sentences, split_text
 from ._threads import apply_thread_policy, use_torch_threads
 from .settings import (
@@ -77,6 +78,7 @@ __all__ = [
     "model_path",
     "pack_sentences",
     "parse_jsonl",
+    "python_turn",
     "quiet_third_party",
     "request_scope",
     "resolve_artifact",
@@ -84,5 +86,6 @@ __all__ = [
     "shipped_artifact",
     "split_sentences",
     "split_text",
+    "take_python_turns",
     "use_torch_threads",
 ]

@@ -14,12 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..core import ConfigError
+from ..core import ConfigError, python_turn
 from ._feature_artifact import MatchFeaturesArtifact, features_path
 from ._match_features import entry_texts, match_feature_values
 from ._matcher import EnsembleMatcher, MatchRequestItem, MatchResult, validate_items
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from ..core import EnsembleSettings, Settings
     from ..embedding import CachingEmbedder, Embedder, VectorStore
     from ..kb import KbEntry
@@ -112,6 +115,10 @@ class FeatureMatcher:
             # Several phrasings of an entry's question: each feature takes the best one.
             phrasings=[item.candidate.phrasings() for item in items],
         )
+        with python_turn():
+            return self._results(values)
+
+    def _results(self, values: dict[str, NDArray[np.float64]]) -> list[MatchResult]:
         p_match = self.artifact.p_match(values)
         return [
             MatchResult(

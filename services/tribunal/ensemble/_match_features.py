@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from ..core import python_turn
+
 if TYPE_CHECKING:
     from ..embedding import Embedder
 
@@ -78,12 +80,13 @@ def match_feature_values(
     )
     rows = np.asarray(owner, dtype=np.int64)
     out: dict[str, NDArray[np.float64]] = {}
-    for name, column in values.items():
-        # The question features: the best phrasing's; cos_answer is the same for every
-        # phrasing of an entry, so its maximum is itself.
-        reduced = np.full(len(queries), -np.inf)
-        np.maximum.at(reduced, rows, column)
-        out[name] = reduced
+    with python_turn():
+        for name, column in values.items():
+            # The question features: the best phrasing's; cos_answer is the same for every
+            # phrasing of an entry, so its maximum is itself.
+            reduced = np.full(len(queries), -np.inf)
+            np.maximum.at(reduced, rows, column)
+            out[name] = reduced
     return out
 
 
@@ -115,22 +118,23 @@ def _pair_feature_values(
             ]
         ).astype(np.float64)
     row = {text: i for i, text in enumerate(unique)}
-    left = vectors[[row[q] for q in queries]]
 
     def cosine(texts: Sequence[str]) -> NDArray[np.float64]:
         right = vectors[[row[t] for t in texts]]
         products: NDArray[np.float64] = np.einsum("ij,ij->i", left, right)
         return products
 
-    return {
-        "cos_question": cosine(questions),
-        "cos_answer": cosine(answers),
-        "cos_question_answer": cosine(both),
-        "token_set": np.array(
-            [
-                fuzz.token_set_ratio(q, c, processor=utils.default_process) / 100
-                for q, c in zip(queries, questions, strict=True)
-            ],
-            dtype=np.float64,
-        ),
-    }
+    with python_turn():  # the vectors are in: what is left waits for no other thread
+        left = vectors[[row[q] for q in queries]]
+        return {
+            "cos_question": cosine(questions),
+            "cos_answer": cosine(answers),
+            "cos_question_answer": cosine(both),
+            "token_set": np.array(
+                [
+                    fuzz.token_set_ratio(q, c, processor=utils.default_process) / 100
+                    for q, c in zip(queries, questions, strict=True)
+                ],
+                dtype=np.float64,
+            ),
+        }

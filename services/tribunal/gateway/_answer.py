@@ -34,6 +34,7 @@ from ..core import (
     InvalidArgumentError,
     NotFoundError,
     TribunalError,
+    python_turn,
 )
 from ..core.storage import Database
 from ..v1 import confidence_pb2, ensemble_pb2, gateway_pb2, retrieval_pb2
@@ -182,12 +183,14 @@ class AnswerPipeline:
         hits, kb_version, unsigned = self._retrieve(trace, deadline, call_id)
         if not hits:
             return self._fallback(trace, gateway_pb2.FALLBACK_REASON_NO_CANDIDATE)
-        candidates = self._servable(trace, hits, unsigned)
+        with python_turn():
+            candidates = self._servable(trace, hits, unsigned)
         if not candidates:
             return self._fallback(trace, gateway_pb2.FALLBACK_REASON_UNVERIFIED)
         matches = self._match(trace, deadline, call_id, candidates)
-        signals = candidate_signals(candidates, matches)
-        versions = request_versions(trace, matches, self.settings.candidates)
+        with python_turn():
+            signals = candidate_signals(candidates, matches)
+            versions = request_versions(trace, matches, self.settings.candidates)
         try:
             self.policy.scorer.check_versions(versions, strict=True)
         except FailedPreconditionError as exc:
@@ -304,15 +307,16 @@ class AnswerPipeline:
             )
         if not isinstance(response, retrieval_pb2.SearchResponse):
             raise StageError("retrieval", FailureKind.MALFORMED, "not a SearchResponse")
-        hits = check_search(response, request_id=call_id, query=trace.query, policy=self.policy)
-        trace.candidate_ids = [hit.entry.id for hit in hits]
-        head, unsigned = check_provenance(
-            response,
-            hits,
-            collection=trace.collection,
-            keys=self.policy.trusted_keys,
-            memory=self.policy.memory,
-        )
+        with python_turn():
+            hits = check_search(response, request_id=call_id, query=trace.query, policy=self.policy)
+            trace.candidate_ids = [hit.entry.id for hit in hits]
+            head, unsigned = check_provenance(
+                response,
+                hits,
+                collection=trace.collection,
+                keys=self.policy.trusted_keys,
+                memory=self.policy.memory,
+            )
         if head is None:
             # Nothing is servable; the reply's own (unsigned) version is recorded.
             trace.versions["kb"] = {"collection": trace.collection, "version": response.kb_version}
@@ -420,8 +424,9 @@ class AnswerPipeline:
             response = self._call("confidence", "BatchScore", request, timeout)
         if not isinstance(response, confidence_pb2.BatchScoreResponse):
             raise StageError("confidence", FailureKind.MALFORMED, "not a BatchScoreResponse")
-        expected = expected_scores(self.policy, signals)
-        check_scores(response, request_id=call_id, item_ids=item_ids, expected=expected)
+        with python_turn():
+            expected = expected_scores(self.policy, signals)
+            check_scores(response, request_id=call_id, item_ids=item_ids, expected=expected)
         trace.versions["confidence"] = {
             "calibrator": expected[0].calibrator_version,
             "alpha": expected[0].alpha,

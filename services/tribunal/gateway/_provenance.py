@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..kb import Chunk, KbEntry, answer_sha256, entry_sha256
+from ..kb import answer_sha256, entry_from_proto, entry_sha256
 from ..retrieval import (
     ENTRY_KIND,
     HEAD_KIND,
@@ -58,6 +58,8 @@ _VERDICT_NAMES = {
 }
 _MEMORY_ENTRIES = 100_000
 """Entries whose newest signed version a gateway remembers (oldest forgotten first)."""
+_DIGESTS_KEPT = 4096
+"""Served entries whose sha256 a gateway keeps (all forgotten when full)."""
 
 
 @dataclass(frozen=True)
@@ -72,13 +74,38 @@ class SignedHead:
 
 class ProvenanceMemory:
     """The newest signed head per collection and signed record per entry this gateway
-    has seen: an older one later is a replay (thread-safe, bounded)."""
+    has seen: an older one later is a replay; and the sha256 of entries it checked
+    (thread-safe, bounded)."""
 
-    def __init__(self, max_entries: int = _MEMORY_ENTRIES) -> None:
+    def __init__(
+        self, max_entries: int = _MEMORY_ENTRIES, max_digests: int = _DIGESTS_KEPT
+    ) -> None:
         self.max_entries = max_entries
+        self.max_digests = max_digests
         self._heads: dict[str, int] = {}
         self._entries: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._digests: dict[bytes, str] = {}
         self._lock = threading.Lock()
+
+    def entry_sha256(self, message: common_pb2.KbEntry) -> str:
+        """The served entry's sha256 (:func:`~tribunal.kb.entry_sha256`), recomputed only
+        for wire bytes not seen before.
+
+        Why: the same entries are served again and again, and rebuilding each one and
+        hashing its canonical JSON cost more than the rest of its check. A message's
+        bytes determine its fields, so equal bytes (compared by their BLAKE2b-256) are an
+        equal entry."""
+        key = hashlib.blake2b(message.SerializeToString(deterministic=True)).digest()
+        with self._lock:
+            known = self._digests.get(key)
+        if known is not None:
+            return known
+        digest = entry_sha256(entry_from_proto(message))
+        with self._lock:
+            if len(self._digests) >= self.max_digests:
+                self._digests.clear()
+            self._digests[key] = digest
+        return digest
 
     def head(self, collection: str, version: int) -> int | None:
         """Record a head; returns the newer version seen before, if this one is older."""
@@ -103,18 +130,6 @@ class ProvenanceMemory:
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
             return None
-
-
-def _entry(message: common_pb2.KbEntry) -> KbEntry:
-    """The entry as served, every field its sha256 covers."""
-    return KbEntry(
-        id=message.id,
-        question=message.question,
-        answer=message.answer,
-        metadata=dict(message.metadata),
-        chunks=tuple(Chunk(c.id, c.text, c.title) for c in message.chunks),
-        questions=tuple(message.questions),
-    )
 
 
 def _malformed(message: str) -> StageError:
@@ -178,7 +193,8 @@ def check_provenance(
         except SignatureError as exc:
             refused[hit.entry.id] = str(exc)
             continue
-        problem = _check_hit(signed, hit, head, collection, where)
+        served_sha = memory.entry_sha256(hit.entry)
+        problem = _check_hit(signed, hit, head, collection, where, served_sha=served_sha)
         if problem is not None:
             refused[hit.entry.id] = problem
             continue
@@ -231,9 +247,12 @@ def _check_hit(
     head: SignedHead,
     collection: str,
     where: str,
+    *,
+    served_sha: str,
 ) -> str | None:
-    """MALFORMED for a served field that differs from the signed record; a reason (not
-    servable) for a record signed after the head."""
+    """MALFORMED for a served field that differs from the signed record (``served_sha``:
+    the served entry's sha256); a reason (not servable) for a record signed after the
+    head."""
     if signed.get("kind") != ENTRY_KIND:
         raise _malformed(f"{where}: the signed record is not an entry's")
     if signed.get("collection") != collection:
@@ -246,7 +265,6 @@ def _check_hit(
     if not isinstance(version, int):
         raise _malformed(f"{where}: the signed record has no version")
     verification = hit.verification
-    served_sha = entry_sha256(_entry(hit.entry))
     if not (signed.get("entry_sha256") == served_sha == verification.entry_sha256):
         raise _malformed(f"{where}: the entry served is not the version its writer signed")
     if not (

@@ -29,7 +29,8 @@ from numpy.typing import NDArray
 from ..core import FailedPreconditionError, RetrievalSettings
 from ..embedding import Embedder
 from ..kb import KbEntry, phrasing_key
-from ._dense import DenseIndex, UnitMatch
+from ._dense import DenseIndex
+from ._ranked import RankedUnits
 from ._signing import (
     ENTRY_KIND,
     HEAD_KIND,
@@ -261,7 +262,7 @@ class Collection:
         vectors: NDArray[np.float32],
         depth: int,
         skip: Sequence[frozenset[tuple[str, str]]] = (),
-    ) -> list[list[UnitMatch]]:
+    ) -> list[RankedUnits]:
         self._ensure_current()
         with self._lock.read():
             return self.dense.search(vectors, depth, skip)
@@ -271,7 +272,7 @@ class Collection:
         queries: Sequence[str],
         depth: int,
         skip: Sequence[frozenset[tuple[str, str]]] = (),
-    ) -> list[list[UnitMatch]]:
+    ) -> list[RankedUnits]:
         self._ensure_current()
         with self._lock.read():
             return self.sparse.search(queries, depth, skip)

@@ -15,15 +15,16 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import faiss
 import numpy as np
 from numpy.typing import NDArray
 
 from ..core import RetrievalSettings
+from ._ranked import RankedUnits
 
-__all__ = ["DenseIndex", "UnitMatch", "choose_index_type", "gpu_count", "neighbour_votes"]
+__all__ = ["DenseIndex", "choose_index_type", "gpu_count", "neighbour_votes"]
 
 FLAT = "IndexFlatIP"
 HNSW = "IndexHNSWFlat"
@@ -31,19 +32,6 @@ IVFPQ = "IndexIVFPQ"
 # IVF-PQ needs enough points to train 256 codewords per sub-quantizer and
 # its coarse cells; below this a large_index of "ivfpq" falls back to HNSW.
 _IVFPQ_MIN_TRAINING = 10_000
-
-
-class UnitMatch(NamedTuple):
-    """One entry in a retriever's list: the best-scoring unit of that entry.
-
-    A named tuple, not a dataclass: a search builds one per entry of each retriever's list
-    (a hundred or two per query), and a tuple is several times cheaper to make."""
-
-    entry_id: str
-    unit_id: str
-    score: float
-    vote: float | None = None
-    """Dense only: the entry's share of the query's nearest units (:func:`neighbour_votes`)."""
 
 
 def gpu_count() -> int:
@@ -103,7 +91,7 @@ def group_best_per_entry(
     temperature: float = 0.05,
     skip: frozenset[tuple[str, str]] = frozenset(),
     row_code: NDArray[np.int64] | None = None,
-) -> list[UnitMatch]:
+) -> RankedUnits:
     """Walk one query's rows best first; keep each live entry's first (best) unit.
 
     ``neighbours`` > 0: each kept entry also carries its :func:`neighbour_votes` share of
@@ -134,12 +122,14 @@ def group_best_per_entry(
             [row_entry[r] for r in near],
             temperature=temperature,
         )
-    out: list[UnitMatch] = []
-    for row, score in zip(found[picked].tolist(), row_scores[picked].tolist(), strict=True):
-        entry_id = row_entry[row]
-        vote = None if votes is None else votes.get(entry_id, 0.0)
-        out.append(UnitMatch(entry_id, row_unit[row], score, vote))
-    return out
+    best = found[picked].tolist()
+    entry_ids = [row_entry[row] for row in best]
+    return RankedUnits(
+        entry_ids,
+        [row_unit[row] for row in best],
+        row_scores[picked].tolist(),
+        None if votes is None else [votes.get(entry_id, 0.0) for entry_id in entry_ids],
+    )
 
 
 def first_row_per_entry(
@@ -317,12 +307,12 @@ class DenseIndex:
         queries: NDArray[np.float32],
         depth: int,
         skip: Sequence[frozenset[tuple[str, str]]] = (),
-    ) -> list[list[UnitMatch]]:
+    ) -> list[RankedUnits]:
         """For each query row, up to ``depth`` entries, best first (by their best unit);
         ``skip[i]``: query i's ``(entry id, unit id)`` pairs to pass over."""
         queries = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dimension)
         if self.rows == 0 or self.live_rows == 0:
-            return [[] for _ in range(len(queries))]
+            return [RankedUnits([], [], []) for _ in range(len(queries))]
         skipped = list(skip) or [frozenset()] * len(queries)
         # Fetch enough rows to cover `depth` entries: units per entry on average,
         # plus every dead or skipped row in the worst case; double until covered.
@@ -330,7 +320,7 @@ class DenseIndex:
         neighbours = self.settings.vote_neighbours
         most_skipped = max((len(units) for units in skipped), default=0)
         k = min(self.rows, max(depth * fanout, neighbours) + self.dead_rows + most_skipped)
-        results: list[list[UnitMatch]] = [[] for _ in range(len(queries))]
+        results: list[RankedUnits] = [RankedUnits([], [], []) for _ in range(len(queries))]
         pending = list(range(len(queries)))
         while pending:
             scores, rows = self._raw_search(queries[pending], k)

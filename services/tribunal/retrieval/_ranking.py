@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..core import InternalError
 from ..kb import KbEntry
-from ._dense import UnitMatch
 from ._fusion import reciprocal_rank_fusion
+from ._ranked import RankedUnits, UnitMatch
 from ._rerank import Reranker, rerank_order, rerank_passage
 from ._types import SearchMode, SearchQuery
 
@@ -46,8 +46,8 @@ class Candidate:
 
 def fuse(
     query: SearchQuery,
-    dense: list[UnitMatch] | None,
-    sparse: list[UnitMatch] | None,
+    dense: RankedUnits | None,
+    sparse: RankedUnits | None,
     *,
     rrf_k: int,
     limit: int | None = None,
@@ -56,23 +56,27 @@ def fuse(
     reciprocal rank (hybrid) or one retriever's list, each with its place in both lists."""
     ranked: list[tuple[str, float]]
     if query.mode is SearchMode.HYBRID:
-        rankings = [[m.entry_id for m in dense or []], [m.entry_id for m in sparse or []]]
-        ranked = reciprocal_rank_fusion(rankings, k=rrf_k)
+        rankings = [dense.entry_ids if dense else [], sparse.entry_ids if sparse else []]
+        ranked = reciprocal_rank_fusion(rankings, k=rrf_k, limit=limit)
     else:
         single = dense if query.mode is SearchMode.DENSE else sparse
-        ranked = [(match.entry_id, match.score) for match in single or []]
-    # Only the kept candidates are built: a search keeps its head of a few, out of the
-    # hundreds the two lists fuse into.
-    candidates = [Candidate(entry_id, score) for entry_id, score in ranked[:limit]]
-    kept = {candidate.entry_id: candidate for candidate in candidates}
-    for rank, match in enumerate(dense or [], start=1):
-        candidate = kept.get(match.entry_id)
-        if candidate is not None:
-            candidate.dense, candidate.dense_rank = match, rank
-    for rank, match in enumerate(sparse or [], start=1):
-        candidate = kept.get(match.entry_id)
-        if candidate is not None:
-            candidate.sparse, candidate.sparse_rank = match, rank
+        kept = single[:limit] if single is not None else None
+        ranked = list(zip(kept.entry_ids, kept.scores, strict=True)) if kept else []
+    # Only the kept candidates are built, and their matches read: a search keeps its head
+    # of a few, out of the hundreds the two lists fuse into.
+    candidates = [Candidate(entry_id, score) for entry_id, score in ranked]
+    for matches, is_dense in ((dense, True), (sparse, False)):
+        if not matches:
+            continue
+        place = matches.position()
+        for candidate in candidates:
+            at = place.get(candidate.entry_id)
+            if at is None:
+                continue
+            if is_dense:
+                candidate.dense, candidate.dense_rank = matches[at], at + 1
+            else:
+                candidate.sparse, candidate.sparse_rank = matches[at], at + 1
     return candidates
 
 

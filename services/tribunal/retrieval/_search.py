@@ -13,10 +13,10 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from ..core import RetrievalSettings, check_deadline
+from ..core import RetrievalSettings, check_deadline, python_turn
 from ..embedding import Embedder
 from ._collection import Collection
-from ._dense import UnitMatch
+from ._ranked import RankedUnits
 from ._ranking import Candidate, fuse, rerank, uses_dense, uses_sparse
 from ._rerank import Reranker
 from ._retrieval_models import RetrievalModels
@@ -62,8 +62,9 @@ def run_searches(
     opened = {name: kb.collection(name) for name in dict.fromkeys(q.collection for q in queries)}
     embedded = given if given is not None else _embed(kb, opened, queries, stages)
     check_deadline("the search")
-    dense_lists = _retrieve(kb, opened, queries, embedded, stages, dense=True)
-    sparse_lists = _retrieve(kb, opened, queries, embedded, stages, dense=False)
+    with python_turn():
+        dense_lists = _retrieve(kb, opened, queries, embedded, stages, dense=True)
+        sparse_lists = _retrieve(kb, opened, queries, embedded, stages, dense=False)
     return [
         _finish(
             kb,
@@ -118,9 +119,9 @@ def _retrieve(
     stages: list[dict[str, float]],
     *,
     dense: bool,
-) -> list[list[UnitMatch] | None]:
+) -> list[RankedUnits | None]:
     """Candidate lists of one retriever, batched per collection; None where unused."""
-    out: list[list[UnitMatch] | None] = [None] * len(queries)
+    out: list[RankedUnits | None] = [None] * len(queries)
     by_collection: dict[str, list[int]] = {}
     for i, query in enumerate(queries):
         if uses_dense(query) if dense else uses_sparse(query):
@@ -170,7 +171,7 @@ def _finish(
     kb: SearchedKnowledgeBase,
     collection: Collection,
     query: SearchQuery,
-    lists: tuple[list[UnitMatch] | None, list[UnitMatch] | None],
+    lists: tuple[RankedUnits | None, RankedUnits | None],
     stages: dict[str, float],
     *,
     embedder: Embedder | None,
@@ -179,9 +180,12 @@ def _finish(
     dense, sparse = lists
     started = time.perf_counter()
     head_size = max(query.top_k, kb.settings.rerank_head if query.rerank else 0)
-    head = fuse(query, dense, sparse, rrf_k=kb.settings.rrf_k, limit=head_size)
-    stages["fuse"] = (time.perf_counter() - started) * 1000
-    kb_version, found, signed, signed_head = collection.served_entries([c.entry_id for c in head])
+    with python_turn():
+        head = fuse(query, dense, sparse, rrf_k=kb.settings.rrf_k, limit=head_size)
+        stages["fuse"] = (time.perf_counter() - started) * 1000
+        kb_version, found, signed, signed_head = collection.served_entries(
+            [c.entry_id for c in head]
+        )
     entries = {entry_id: entry for entry_id, (entry, _) in found.items()}
     # An entry deleted by another process since the index saw it is left out.
     head = [c for c in head if c.entry_id in entries]

@@ -27,7 +27,8 @@ import numpy as np
 import Stemmer
 
 from ..core import RetrievalSettings
-from ._dense import UnitMatch, entry_codes, first_row_per_entry
+from ._dense import entry_codes, first_row_per_entry
+from ._ranked import RankedUnits
 
 __all__ = ["SparseIndex", "searchable_terms"]
 
@@ -171,18 +172,18 @@ class SparseIndex:
         queries: Sequence[str],
         depth: int,
         skip: Sequence[frozenset[tuple[str, str]]] = (),
-    ) -> list[list[UnitMatch]]:
+    ) -> list[RankedUnits]:
         """For each query, up to ``depth`` entries with a positive BM25 score, best first;
         ``skip[i]``: query i's ``(entry id, unit id)`` pairs to pass over."""
         if self.stale:
             raise RuntimeError("SparseIndex.refresh() must run after changes, before searching")
-        results: list[list[UnitMatch]] = []
+        results: list[RankedUnits] = []
         retriever, mask = self._retriever, self._live_mask
         skipped = list(skip) or [frozenset()] * len(queries)
         for tokens, passed_over in zip(self.tokenize(queries), skipped, strict=True):
             ids = retriever.get_tokens_ids(tokens) if retriever is not None else []
             if not ids:  # nothing indexed, or no query word occurs in the collection
-                results.append([])
+                results.append(RankedUnits([], [], []))
                 continue
             scores = retriever.get_scores(ids) * mask
             matched = np.flatnonzero(scores > 0)
@@ -200,11 +201,14 @@ class SparseIndex:
             # Each entry's best row, found in numpy: a row-by-row walk in Python cost more
             # than BM25's scoring.
             best = order[first_row_per_entry(order, depth, self._row_code, self._row_entry)]
-            matches = [
-                UnitMatch(self._row_entry[row], self._row_unit[row], score)
-                for row, score in zip(best.tolist(), scores[best].tolist(), strict=True)
-            ]
-            results.append(matches)
+            rows = best.tolist()
+            results.append(
+                RankedUnits(
+                    [self._row_entry[row] for row in rows],
+                    [self._row_unit[row] for row in rows],
+                    scores[best].tolist(),
+                )
+            )
         return results
 
     # -- snapshots ----------------------------------------------------------------

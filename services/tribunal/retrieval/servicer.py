@@ -18,6 +18,7 @@ from ..core import (
     InvalidArgumentError,
     Settings,
     UnavailableError,
+    python_turn,
 )
 from ..core.server import RequestLimits, ServiceBinding, ServiceHost, caller_of
 from ..core.storage import Database
@@ -294,7 +295,9 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.SearchRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.SearchResponse:
         query = query_from_proto(request)
-        return result_to_proto(self.kb.search(query), request.request_id)
+        result = self.kb.search(query)
+        with python_turn():
+            return result_to_proto(result, request.request_id)
 
     def BatchSearch(
         self, request: retrieval_pb2.BatchSearchRequest, context: grpc.ServicerContext
