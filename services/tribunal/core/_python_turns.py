@@ -7,13 +7,14 @@ times per call — around every SQLite statement, FAISS search and NumPy operati
 few hundred values — and while another thread is waiting for it, every release hands
 it over: the waiting thread is woken on the other core, runs a moment, and the first
 thread must wait in turn. On a 2-core host a search took 1.6–1.7× the CPU with 2 or 16
-threads searching at once as with one; taking turns, 1.2× (``bench/python_turns.py``).
+threads searching at once as with one; taking turns, 1.2–1.3× (``bench/python_turns.py``).
 Where the models share the cores with this work, CPU lost to hand-overs is CPU their
 passes do not get.
 
-A thread takes a turn only around a section that waits for no other thread (no model
-pass, no stage call, no commit to disk), so a turn is short and cannot deadlock; turns
-nest (the lock is reentrant). Model passes run outside turns and are not slowed.
+A thread takes a turn only around a section that waits for no model pass, stage call,
+database round trip or commit to disk, so a turn is short; and no thread waits for a
+turn while holding a lock such a section takes, so turns cannot deadlock. Turns nest
+(the lock is reentrant). Model passes run outside turns and are not slowed.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def take_python_turns(enabled: bool) -> bool:
 @contextmanager
 def python_turn() -> Iterator[None]:
     """Run the block while no other thread runs a CPU-bound section of this process.
-    Only for a block that waits for no other thread."""
+    Only for a block that waits for no model pass, stage call or database round trip."""
     if not _taking:
         yield
         return

@@ -178,8 +178,9 @@ class Collection:
         if self._applied_seq - self._snapshot_seq >= self.settings.snapshot_every_changes:
             self._snapshot_locked()
 
-    def _ensure_current(self) -> None:
-        """Before a read: replay newer changes and rebuild a stale BM25 matrix."""
+    def catch_up(self) -> None:
+        """Replay newer changes and rebuild a stale BM25 matrix (every read does it first;
+        a caller may do it ahead, outside a section that should stay short)."""
         if self.store.last_seq() == self._applied_seq and not self.sparse.stale:
             return
         with self._lock.write():
@@ -263,7 +264,7 @@ class Collection:
         depth: int,
         skip: Sequence[frozenset[tuple[str, str]]] = (),
     ) -> list[RankedUnits]:
-        self._ensure_current()
+        self.catch_up()
         with self._lock.read():
             return self.dense.search(vectors, depth, skip)
 
@@ -273,7 +274,7 @@ class Collection:
         depth: int,
         skip: Sequence[frozenset[tuple[str, str]]] = (),
     ) -> list[RankedUnits]:
-        self._ensure_current()
+        self.catch_up()
         with self._lock.read():
             return self.sparse.search(queries, depth, skip)
 
@@ -407,11 +408,11 @@ class Collection:
         return self.store.set_verifications(verifications)
 
     def __len__(self) -> int:
-        self._ensure_current()
+        self.catch_up()
         return self.dense.entry_count
 
     def stats(self) -> CollectionStats:
-        self._ensure_current()
+        self.catch_up()
         with self._lock.read():
             return CollectionStats(
                 name=self.name,

@@ -62,6 +62,10 @@ def run_searches(
     opened = {name: kb.collection(name) for name in dict.fromkeys(q.collection for q in queries)}
     embedded = given if given is not None else _embed(kb, opened, queries, stages)
     check_deadline("the search")
+    for collection in opened.values():
+        # Changes replayed (an index rebuilt, a snapshot written) before the turn: the
+        # turn's searches then only read.
+        collection.catch_up()
     with python_turn():
         dense_lists = _retrieve(kb, opened, queries, embedded, stages, dense=True)
         sparse_lists = _retrieve(kb, opened, queries, embedded, stages, dense=False)
