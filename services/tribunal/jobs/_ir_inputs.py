@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core import InvalidArgumentError, NotFoundError, jsonl_rows
-from ._items import LabelItem, parse_grade, read_lines
+from ._items import LabelItem, parse_grade, read_lines, unknown_ids
 
 __all__ = ["read_beir", "read_corpus", "read_qrels", "read_run", "read_topics", "read_trec"]
 
@@ -118,8 +118,7 @@ def _pairs_to_items(
     qrels: Mapping[tuple[str, str], int],
     where: Path,
 ) -> list[LabelItem]:
-    missing_q = sorted({qid for qid, _ in pairs if qid not in topics})
-    missing_d = sorted({docid for _, docid in pairs if docid not in corpus})
+    missing_q, missing_d = unknown_ids(pairs, topics, corpus)
     if missing_q or missing_d:
         raise InvalidArgumentError(
             f"{where}: candidates name {len(missing_q)} unknown query id(s) {missing_q[:5]} and "

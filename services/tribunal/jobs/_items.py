@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core import InvalidArgumentError, NotFoundError
 
-__all__ = ["LabelItem", "parse_grade", "read_lines"]
+__all__ = ["LabelItem", "parse_grade", "read_lines", "unknown_ids"]
 
 _WORD_LABELS = {"relevant": 1, "irrelevant": 0, "true": 1, "false": 0, "yes": 1, "no": 0}
 
@@ -58,3 +58,15 @@ def parse_grade(value: Any, where: str) -> int | None:
             "relevant/irrelevant",
             field="gold",
         ) from None
+
+
+def unknown_ids(
+    pairs: Iterable[tuple[str, str]], topics: Container[str], corpus: Container[str]
+) -> tuple[list[str], list[str]]:
+    """The query ids of ``pairs`` missing from ``topics`` and the document ids missing
+    from ``corpus``, each sorted and distinct."""
+    listed = list(pairs)
+    return (
+        sorted({qid for qid, _ in listed if qid not in topics}),
+        sorted({docid for _, docid in listed if docid not in corpus}),
+    )

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import FailedPreconditionError, InvalidArgumentError
 from ..core.storage import EscalationRecord
-from ._items import LabelItem
+from ._items import LabelItem, unknown_ids
 from ._ppi import HumanSample, PoolLabels
 from ._ppi_pool import MetricSpec, RunPool
 from ._ppi_sample import Design, draw_sample
@@ -43,8 +43,7 @@ def evaluation_items(
 ) -> list[LabelItem]:
     """The holes of the pool (pairs without a qrels line) as label items, pool order."""
     holes = [pair for pair in pool.pairs if pair not in known]
-    missing_q = sorted({qid for qid, _ in holes if qid not in topics})
-    missing_d = sorted({docid for _, docid in holes if docid not in corpus})
+    missing_q, missing_d = unknown_ids(holes, topics, corpus)
     if missing_q or missing_d:
         raise InvalidArgumentError(
             f"the runs name {len(missing_q)} query id(s) missing from --topics {missing_q[:5]} "
